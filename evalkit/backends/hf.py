@@ -1,0 +1,297 @@
+"""Hugging Face transformers backend (CPU and CUDA).
+
+Numerics follow lm-eval's ``HFLM`` so scores are comparable: trailing context whitespace moves into
+the continuation, loglikelihood comes from one forward pass over context+continuation, perplexity
+uses disjoint rolling windows of ``max_length`` tokens behind a prefix token, and generation is
+greedy (or seeded sampling) with stop sequences cut from the decoded text.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from collections import OrderedDict
+from typing import Optional, Sequence
+
+from evalkit import models
+from evalkit.backends.base import Backend
+from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult, RollingRequest
+
+log = logging.getLogger(__name__)
+
+_HUGE_MAX_LEN = 1000000000000000019884624838656
+
+
+def rolling_windows(tokens: list[int], prefix_token: int, max_len: int):
+    """Disjoint windows (context, targets) covering every token once, as lm-eval's
+    get_rolling_token_windows(context_len=1) followed by make_disjoint_window."""
+    if not tokens:
+        return
+    first = min(max_len, len(tokens))
+    yield [prefix_token] + tokens[: first - 1], tokens[:first]
+    done = first
+    while done < len(tokens):
+        n = min(len(tokens) - done, max_len)
+        end = done + n
+        ctx = tokens[max(0, end - max_len - 1): end - 1]
+        yield ctx[: len(ctx) - (n - 1)], tokens[end - n: end]
+        done += n
+
+
+class HFBackend(Backend):
+    name = "hf"
+
+    def __init__(self, model: str, revision: Optional[str] = None, dtype: str = "auto", device: str = "auto",
+                 batch_size="auto", max_length: Optional[int] = None, max_gen_toks: int = 256,
+                 trust_remote_code: bool = False, threads: Optional[int] = None, add_bos_token: bool = False,
+                 token_budget: Optional[int] = None):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        threads = threads or os.environ.get("EVALKIT_TORCH_THREADS")
+        if threads:
+            torch.set_num_threads(int(threads))
+        self.torch = torch
+        self.spec = model
+        self.source = models.resolve(model)
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(device)
+        if dtype == "auto":
+            dtype = "float32" if self.device.type == "cpu" else "auto"
+        self.dtype_name = str(dtype)
+        torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
+        local = os.path.isdir(self.source)
+        snapshot = self.source if local else models.hub_snapshot(self.source, revision)
+        load_from = snapshot or self.source
+        self.tokenizer = AutoTokenizer.from_pretrained(load_from, revision=None if snapshot else revision,
+                                                       trust_remote_code=trust_remote_code)
+        self.model = AutoModelForCausalLM.from_pretrained(load_from, revision=None if snapshot else revision,
+                                                          dtype=torch_dtype, trust_remote_code=trust_remote_code)
+        self.model.to(self.device).eval()
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.add_bos_token = bool(add_bos_token)
+        self._max_length = int(max_length) if max_length else None
+        self.max_gen_toks = int(max_gen_toks)
+        self.batch_size = batch_size
+        default_budget = 16384 if self.device.type == "cpu" else 262144
+        self.token_budget = int(token_budget or default_budget)
+        self.chunk_size = 64 if self.device.type == "cpu" else 512
+        self._identity = {
+            "backend": "hf", "model": model, "source": self.source,
+            "revision": revision, "dtype": self.dtype_name, "max_length": self.max_length,
+            "add_bos_token": self.add_bos_token,
+            "content": models.directory_identity(load_from, hash_weights=local) if snapshot else None,
+        }
+
+    # ---- identity and tokenization -------------------------------------------------------------
+    def identity(self) -> dict:
+        return self._identity
+
+    @property
+    def display_name(self) -> str:
+        return os.path.basename(self.spec.rstrip("/")) if os.path.isdir(self.spec) else self.spec
+
+    @property
+    def max_length(self) -> int:
+        if self._max_length:
+            return self._max_length
+        for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
+            if hasattr(self.model.config, attr):
+                return int(getattr(self.model.config, attr))
+        tml = getattr(self.tokenizer, "model_max_length", None)
+        if tml and tml != _HUGE_MAX_LEN:
+            return int(tml)
+        return 2048
+
+    @property
+    def prefix_token_id(self) -> int:
+        tok = self.tokenizer
+        return tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=self.add_bos_token)
+
+    def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        if context == "":
+            return [self.prefix_token_id], self.encode(continuation)
+        n_spaces = len(context) - len(context.rstrip())
+        if n_spaces:
+            continuation = context[-n_spaces:] + continuation
+            context = context[:-n_spaces]
+        whole = self.encode(context + continuation)
+        ctx = self.encode(context)
+        return ctx, whole[len(ctx):]
+
+    def apply_chat_template(self, messages: list[dict]) -> str:
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    # ---- batching ---------------------------------------------------------------------------------
+    def _batches(self, lengths: list[int]):
+        """Index batches over items already sorted longest first, within the token budget."""
+        fixed = None if self.batch_size in ("auto", None) else int(self.batch_size)
+        i = 0
+        while i < len(lengths):
+            if fixed:
+                n = fixed
+            else:
+                n = max(1, self.token_budget // max(1, lengths[i]))
+            yield list(range(i, min(i + n, len(lengths))))
+            i += n
+
+    def _forward_logits(self, seqs: list[list[int]]):
+        """Right-padded batch forward; returns raw logits [B, T, V]."""
+        torch = self.torch
+        width = max(len(s) for s in seqs)
+        ids = torch.full((len(seqs), width), self.tokenizer.pad_token_id or 0, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for j, s in enumerate(seqs):
+            ids[j, : len(s)] = torch.tensor(s)
+            mask[j, : len(s)] = 1
+        with torch.inference_mode():
+            return self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+
+    # ---- loglikelihood ---------------------------------------------------------------------------
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        pairs = [self.encode_pair(r.context, r.continuation) for r in requests]
+        return self._score_token_pairs(pairs)
+
+    def _score_token_pairs(self, pairs: list[tuple[list[int], list[int]]]) -> list[LoglikelihoodResult]:
+        """Score (context tokens, continuation tokens) pairs. Pairs that share a context and have a
+        one-token continuation are answered from a single forward pass over that context."""
+        max_len = self.max_length
+        groups: "OrderedDict[tuple, list[int]]" = OrderedDict()
+        for i, (ctx, cont) in enumerate(pairs):
+            key = (tuple(ctx), None) if len(cont) == 1 else (tuple(ctx), tuple(cont))
+            groups.setdefault(key, []).append(i)
+        keys = sorted(groups, key=lambda k: -(len(k[0]) + (len(k[1]) if k[1] else 1)))
+        inputs, conts = [], []
+        for ctx, cont in keys:
+            cont = list(cont) if cont else pairs[groups[(ctx, cont)][0]][1]
+            whole = (list(ctx) + cont)[-(max_len + 1):]
+            inputs.append(whole[:-1])
+            conts.append(len(cont))
+        results: list[Optional[LoglikelihoodResult]] = [None] * len(pairs)
+        for batch in self._batches([len(x) for x in inputs]):
+            logits = self._forward_logits([inputs[b] for b in batch])
+            for row, b in enumerate(batch):
+                n_in, n_cont = len(inputs[b]), conts[b]
+                # log-softmax only where the continuation is read (the vocab is large)
+                lp = self.torch.log_softmax(logits[row, n_in - n_cont: n_in].float(), dim=-1)  # [n_cont, V]
+                greedy = lp.argmax(dim=-1)
+                for i in groups[keys[b]]:
+                    cont = pairs[i][1]
+                    if keys[b][1] is None:  # single-token group: read this item's token
+                        tok = cont[0]
+                        results[i] = LoglikelihoodResult(float(lp[-1, tok]), bool(greedy[-1] == tok))
+                    else:
+                        t = self.torch.tensor(cont, device=lp.device)
+                        results[i] = LoglikelihoodResult(float(lp.gather(1, t[:, None]).sum()),
+                                                         bool((greedy == t).all()))
+        return results
+
+    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[float]:
+        windows, owner = [], []
+        for i, r in enumerate(requests):
+            for w in rolling_windows(self.encode(r.text), self.prefix_token_id, self.max_length):
+                windows.append(w)
+                owner.append(i)
+        totals = [0.0] * len(requests)
+        for res, i in zip(self._score_token_pairs(windows), owner):
+            totals[i] += res.logprob
+        return totals
+
+    # ---- generation -------------------------------------------------------------------------------
+    def _prompt_text(self, req: GenerateRequest) -> str:
+        return req.prompt if req.prompt is not None else self.apply_chat_template(req.message_dicts())
+
+    def _stop_list(self, params) -> list[str]:
+        stops = [s for s in params.stop if s]
+        eos = self.tokenizer.decode([self.tokenizer.eos_token_id], skip_special_tokens=False)
+        if eos and eos not in stops:
+            stops.append(eos)
+        return stops
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[list[Completion]]:
+        out: list[Optional[list[Completion]]] = [None] * len(requests)
+        greedy_groups: "OrderedDict[tuple, list[int]]" = OrderedDict()
+        for i, r in enumerate(requests):
+            if r.params.greedy:
+                greedy_groups.setdefault((r.params.max_tokens, tuple(r.params.stop)), []).append(i)
+            else:
+                out[i] = self._sample_one(r)
+        for idxs in greedy_groups.values():
+            prompts = [self._prompt_text(requests[i]) for i in idxs]
+            params = requests[idxs[0]].params
+            texts = self._generate_batch(prompts, params, do_sample=False)
+            for i, c in zip(idxs, texts):
+                out[i] = [c] * params.n
+        return out
+
+    def _sample_one(self, req: GenerateRequest) -> list[Completion]:
+        """Seeded sampling, one request at a time so the draw never depends on batch makeup."""
+        torch = self.torch
+        prompt = self._prompt_text(req)
+        comps = []
+        for k in range(req.params.n):
+            devices = [self.device] if self.device.type == "cuda" else []
+            with torch.random.fork_rng(devices=devices):
+                seed = (req.params.seed if req.params.seed is not None else 0) * 1000003 + k
+                torch.manual_seed(seed % (2 ** 63))
+                comps.extend(self._generate_batch([prompt], req.params, do_sample=True))
+        return comps
+
+    def _generate_batch(self, prompts: list[str], params, do_sample: bool) -> list[Completion]:
+        torch = self.torch
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        stops = self._stop_list(params)
+        max_new = int(params.max_tokens)
+        max_ctx = max(1, self.max_length - max_new)
+        enc = [self.encode(p)[-max_ctx:] for p in prompts]
+        results: list[Optional[Completion]] = [None] * len(prompts)
+        order = sorted(range(len(enc)), key=lambda j: -len(enc[j]))
+        tokenizer = self.tokenizer
+
+        class StopOnStrings(StoppingCriteria):
+            def __init__(self, start: int):
+                self.start = start
+
+            def __call__(self, input_ids, scores, **kwargs):
+                done = []
+                for row in input_ids:
+                    text = tokenizer.decode(row[self.start:], skip_special_tokens=False)
+                    done.append(any(s in text for s in stops))
+                return torch.tensor(done, device=input_ids.device)
+
+        budget_rows = max(1, self.token_budget // max(1, (len(enc[order[0]]) + max_new))) \
+            if self.batch_size in ("auto", None) else int(self.batch_size)
+        for b in range(0, len(order), budget_rows):
+            rows = order[b: b + budget_rows]
+            width = max(len(enc[j]) for j in rows)
+            pad = tokenizer.pad_token_id
+            ids = torch.full((len(rows), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for r, j in enumerate(rows):  # left padding
+                ids[r, width - len(enc[j]):] = torch.tensor(enc[j])
+                mask[r, width - len(enc[j]):] = 1
+            kwargs = dict(do_sample=do_sample, max_new_tokens=max_new, pad_token_id=pad, use_cache=True,
+                          stopping_criteria=StoppingCriteriaList([StopOnStrings(width)]))
+            if do_sample:
+                kwargs.update(temperature=float(params.temperature), top_p=float(params.top_p), top_k=0)
+            else:
+                kwargs.update(temperature=None, top_p=None, top_k=None)
+            with torch.inference_mode():
+                gen = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device), **kwargs)
+            for r, j in enumerate(rows):
+                new = gen[r, width:].tolist()
+                if tokenizer.eos_token_id in new:
+                    new = new[: new.index(tokenizer.eos_token_id) + 1]
+                text = tokenizer.decode(new, skip_special_tokens=True)
+                raw = tokenizer.decode(new, skip_special_tokens=False)
+                hit = any(s in raw for s in stops)
+                for s in stops:
+                    text = text.split(s)[0]
+                finish = "stop" if hit or (new and new[-1] == tokenizer.eos_token_id) or len(new) < max_new else "length"
+                results[j] = Completion(text, finish)
+        return results

@@ -1,0 +1,145 @@
+"""``evalkit run``: evaluate one model on tasks, print the summary table, write a run record."""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+from evalkit import registry
+from evalkit.backends import BACKENDS, make_backend, parse_model_args, split_spec
+from evalkit.cache import NullCache, ResponseCache
+from evalkit.runner import RunConfig, evaluate
+
+
+def add_model_args(p: argparse.ArgumentParser, required=True, flag="--model"):
+    p.add_argument(flag, required=required, metavar="BACKEND:MODEL",
+                   help=f"backend prefix ({', '.join(BACKENDS)}) and a bundled name, local dir or hub id")
+    p.add_argument("--model-args", default="", metavar="K=V,...",
+                   help="backend options, e.g. dtype=float32,batch_size=auto,max_length=2048,device=cuda")
+
+
+def add_task_args(p: argparse.ArgumentParser):
+    p.add_argument("--tasks", required=True, help="comma-separated task names or patterns (see `evalkit tasks`)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N docs of each task")
+    p.add_argument("--seed", type=int, default=1234, help="run seed (few-shot draws, sampling, bootstrap)")
+    p.add_argument("--num-fewshot", type=int, default=None, help="override the tasks' few-shot count")
+    p.add_argument("--apply-chat-template", action="store_true", help="render prompts with the chat template")
+    p.add_argument("--system-prompt", default=None)
+    p.add_argument("--include-path", action="append", default=[], metavar="DIR", help="extra task files")
+    p.add_argument("--data", action="append", default=[], metavar="TASK=PATH",
+                   help="read TASK's data from a local file or folder in the benchmark's original format")
+    p.add_argument("--task-args", action="append", default=[], metavar="TASK:K=V,...", help="task options")
+    p.add_argument("--gen-kwargs", default="", metavar="K=V,...",
+                   help="generation overrides: max_tokens, temperature, top_p, n")
+    p.add_argument("--shard", default=None, metavar="I/N", help="run only shard I of N (by doc id)")
+
+
+def parse_data_paths(items) -> dict:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise ValueError(f"--data {item!r}: expected TASK=PATH")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def parse_shard(text):
+    if not text:
+        return None
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard {text!r}: expected I/N, e.g. 0/4") from None
+    if not 0 <= i < n:
+        raise ValueError(f"--shard {text!r}: need 0 <= I < N")
+    return (i, n)
+
+
+def build_config(args) -> RunConfig:
+    for path in args.include_path:
+        registry.include_path(path)
+    tasks = registry.expand([args.tasks])
+    data = parse_data_paths(args.data)
+    unknown = [t for t in data if t not in tasks]
+    if unknown:
+        raise ValueError(f"--data names task(s) not being run: {', '.join(unknown)} (running: {', '.join(tasks)})")
+    task_opts = {}
+    for item in args.task_args:
+        if ":" not in item:
+            raise ValueError(f"--task-args {item!r}: expected TASK:K=V,...")
+        t, kv = item.split(":", 1)
+        task_opts[t] = parse_model_args(kv)
+    gen = parse_model_args(args.gen_kwargs)
+    allowed_gen = {"max_tokens", "temperature", "top_p", "n", "seed"}
+    if set(gen) - allowed_gen:
+        raise ValueError(f"--gen-kwargs: unknown {', '.join(sorted(set(gen) - allowed_gen))}; "
+                         f"allowed: {', '.join(sorted(allowed_gen))}")
+    if args.limit is not None and args.limit < 1:
+        raise ValueError("--limit must be >= 1")
+    return RunConfig(tasks=tasks, limit=args.limit, seed=args.seed, num_fewshot=args.num_fewshot,
+                     apply_chat_template=args.apply_chat_template, system_prompt=args.system_prompt,
+                     data_paths=data, task_options=task_opts, gen_overrides=gen, shard=parse_shard(args.shard),
+                     tags=list(getattr(args, "tag", []) or []))
+
+
+def register(sub):
+    p = sub.add_parser("run", help="evaluate a model on tasks")
+    add_model_args(p)
+    add_task_args(p)
+    p.add_argument("--output", default="results", help="results folder (a run record is written there)")
+    p.add_argument("--no-output", action="store_true", help="do not write a run record")
+    p.add_argument("--cache-dir", default=None, help="response cache folder (default ~/.cache/evalkit)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
+    p.add_argument("--tag", action="append", default=[], help="tag the run (shown on the leaderboard)")
+    p.set_defaults(func=run)
+
+
+def open_cache(args):
+    if getattr(args, "no_cache", False):
+        return NullCache()
+    from pathlib import Path
+    return ResponseCache(Path(args.cache_dir) / "responses.sqlite" if args.cache_dir else None)
+
+
+def run(args):
+    split_spec(args.model)  # validate before loading anything heavy
+    config = build_config(args)
+    model_args = parse_model_args(args.model_args)
+    cache = open_cache(args)
+    backend = make_backend(args.model, model_args)
+    try:
+        out = evaluate(backend, config, cache, None if args.no_output else args.output,
+                       model_spec=args.model, model_args=model_args)
+    finally:
+        backend.close()
+        cache.close()
+    print(format_table(out["run"]))
+    if "path" in out["run"]:
+        print(f"\nrun record: {out['run']['path']}")
+    return 0
+
+
+def _fmt(x, digits=4):
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{x:.{digits}f}"
+
+
+def format_table(run: dict) -> str:
+    rows = [("task", "metric", "value", "± 95% CI", "n")]
+    for task, t in run["tasks"].items():
+        for metric, m in t["metrics"].items():
+            if m.get("ci_low") is not None:
+                ci = f"[{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]"
+            else:
+                ci = "-"
+            rows.append((task, metric, _fmt(m["value"]), ci, str(m["n"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    eng = run.get("engine", {})
+    lines.append(f"\nmodel {run['model']['name']} ({run['model']['backend']}); requests: {eng.get('requested', 0)}, "
+                 f"unique {eng.get('unique', 0)}, cached {eng.get('cached', 0)}, computed {eng.get('computed', 0)}; "
+                 f"{run['timings']['total_s']:.1f}s")
+    return "\n".join(lines)

