@@ -73,15 +73,20 @@ def select_docs(docs: list, limit: Optional[int], shard: Optional[tuple]) -> lis
     return docs
 
 
-def prepare_tasks(config: RunConfig, ctx: RunContext) -> list[TaskRun]:
+def load_tasks(config: RunConfig) -> list[TaskRun]:
+    """Instantiate tasks and load their docs (before any model is loaded, so data errors come first)."""
     runs = []
     for name in config.tasks:
         cls = registry.get_task_class(name)
         task = cls(data_path=config.data_paths.get(name), **config.task_options.get(name, {}))
         docs = select_docs(task.eval_docs(), config.limit, config.shard)
-        reqs = [task.requests(d, ctx) for d in docs]
-        runs.append(TaskRun(task, docs, reqs))
+        runs.append(TaskRun(task, docs, []))
     return runs
+
+
+def build_requests(task_runs: list[TaskRun], ctx: RunContext) -> None:
+    for tr in task_runs:
+        tr.requests = [tr.task.requests(d, ctx) for d in tr.docs]
 
 
 def run_id_for(model_name: str) -> str:
@@ -91,14 +96,17 @@ def run_id_for(model_name: str) -> str:
 
 
 def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "results",
-             model_spec: str = "", model_args: Optional[dict] = None, progress=True) -> dict:
-    """Run every task of ``config`` on ``backend``; writes a run record when ``output_dir`` is set."""
+             model_spec: str = "", model_args: Optional[dict] = None, progress=True,
+             task_runs: Optional[list[TaskRun]] = None) -> dict:
+    """Run every task of ``config`` on ``backend``; writes a run record when ``output_dir`` is set.
+    ``task_runs`` (from ``load_tasks``) lets a caller load and validate data before the model."""
     t0 = time.time()
     ctx = RunContext(seed=config.seed, num_fewshot=config.num_fewshot,
                      apply_chat_template=config.apply_chat_template, system_prompt=config.system_prompt,
                      gen_overrides=config.gen_overrides,
                      render_chat=getattr(backend, "apply_chat_template", None))
-    task_runs = prepare_tasks(config, ctx)
+    task_runs = task_runs if task_runs is not None else load_tasks(config)
+    build_requests(task_runs, ctx)
     t_prep = time.time()
     engine = Engine(backend, cache, progress=progress)
     answers = engine.run([r for tr in task_runs for reqs in tr.requests for r in reqs])
@@ -106,7 +114,7 @@ def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "res
     tasks_out, samples_out = {}, {}
     for tr in task_runs:
         task = tr.task
-        samples = [task.score(doc, [answers[r.key()] for r in reqs], ctx) for doc, reqs in zip(tr.docs, tr.requests)]
+        samples = task.score_all(tr.docs, [[answers[r.key()] for r in reqs] for reqs in tr.requests], ctx)
         metrics = task.aggregate(samples, config.seed)
         rows = [s.to_dict() for s in samples]
         tasks_out[task.name] = {

@@ -27,7 +27,7 @@ def rolling_windows(tokens: list[int], prefix_token: int, max_len: int):
     if not tokens:
         return
     first = min(max_len, len(tokens))
-    yield [prefix_token] + tokens[: first - 1], tokens[:first]
+    yield [prefix_token], tokens[:first]  # disjoint form of ([prefix] + tokens[:first-1], tokens[:first])
     done = first
     while done < len(tokens):
         n = min(len(tokens) - done, max_len)
@@ -43,7 +43,7 @@ class HFBackend(Backend):
     def __init__(self, model: str, revision: Optional[str] = None, dtype: str = "auto", device: str = "auto",
                  batch_size="auto", max_length: Optional[int] = None, max_gen_toks: int = 256,
                  trust_remote_code: bool = False, threads: Optional[int] = None, add_bos_token: bool = False,
-                 token_budget: Optional[int] = None):
+                 token_budget: Optional[int] = None, chunk_size: Optional[int] = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -76,7 +76,7 @@ class HFBackend(Backend):
         self.batch_size = batch_size
         default_budget = 16384 if self.device.type == "cpu" else 262144
         self.token_budget = int(token_budget or default_budget)
-        self.chunk_size = 64 if self.device.type == "cpu" else 512
+        self.chunk_size = int(chunk_size or (64 if self.device.type == "cpu" else 512))
         self._identity = {
             "backend": "hf", "model": model, "source": self.source,
             "revision": revision, "dtype": self.dtype_name, "max_length": self.max_length,

@@ -36,7 +36,7 @@ def main(argv=None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args.func(args) or 0)
-    except (EvalkitError, ValueError, FileNotFoundError) as e:
+    except (EvalkitError, ValueError, OSError) as e:
         print(f"evalkit {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -8,7 +8,7 @@ import sys
 from evalkit import registry
 from evalkit.backends import BACKENDS, make_backend, parse_model_args, split_spec
 from evalkit.cache import NullCache, ResponseCache
-from evalkit.runner import RunConfig, evaluate
+from evalkit.runner import RunConfig, evaluate, load_tasks
 
 
 def add_model_args(p: argparse.ArgumentParser, required=True, flag="--model"):
@@ -32,6 +32,9 @@ def add_task_args(p: argparse.ArgumentParser):
     p.add_argument("--gen-kwargs", default="", metavar="K=V,...",
                    help="generation overrides: max_tokens, temperature, top_p, n")
     p.add_argument("--shard", default=None, metavar="I/N", help="run only shard I of N (by doc id)")
+    p.add_argument("--metric", action="append", default=[], metavar="evaluate:NAME[:K=V,...]",
+                   help="extra metric for the generation tasks: a Hugging Face evaluate metric "
+                        "(e.g. evaluate:bertscore:lang=en, or a local metric script); repeatable")
 
 
 def parse_data_paths(items) -> dict:
@@ -70,6 +73,9 @@ def build_config(args) -> RunConfig:
             raise ValueError(f"--task-args {item!r}: expected TASK:K=V,...")
         t, kv = item.split(":", 1)
         task_opts[t] = parse_model_args(kv)
+    if getattr(args, "metric", None):
+        from evalkit.metrics import hf_evaluate
+        hf_evaluate.attach(tasks, task_opts, args.metric)
     gen = parse_model_args(args.gen_kwargs)
     allowed_gen = {"max_tokens", "temperature", "top_p", "n", "seed"}
     if set(gen) - allowed_gen:
@@ -106,11 +112,12 @@ def run(args):
     split_spec(args.model)  # validate before loading anything heavy
     config = build_config(args)
     model_args = parse_model_args(args.model_args)
+    task_runs = load_tasks(config)  # data errors surface before the model loads
     cache = open_cache(args)
     backend = make_backend(args.model, model_args)
     try:
         out = evaluate(backend, config, cache, None if args.no_output else args.output,
-                       model_spec=args.model, model_args=model_args)
+                       model_spec=args.model, model_args=model_args, task_runs=task_runs)
     finally:
         backend.close()
         cache.close()

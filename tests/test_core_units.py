@@ -1,0 +1,154 @@
+"""Unit tests of the core pieces that need no model: requests, data errors, stats, engine + cache."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from evalkit.backends import make_backend, parse_model_args, split_spec
+from evalkit.backends.base import Backend
+from evalkit.backends.hf import rolling_windows
+from evalkit.cache import ResponseCache
+from evalkit.data import DataError, read_records
+from evalkit.engine import Engine
+from evalkit.requests import Completion, GenerateRequest, GenParams, LoglikelihoodRequest, LoglikelihoodResult
+from evalkit.stats import bootstrap_corpus, derive_seed, mean_metric
+
+
+def test_request_keys_are_content_based():
+    a = LoglikelihoodRequest("ctx", " A")
+    assert a.key() == LoglikelihoodRequest("ctx", " A").key()
+    assert a.key() != LoglikelihoodRequest("ctx", " B").key()
+    g1 = GenerateRequest(prompt="p", params=GenParams(max_tokens=5, seed=1))
+    g2 = GenerateRequest(prompt="p", params=GenParams(max_tokens=5, seed=2))
+    assert g1.key() == g2.key(), "greedy requests ignore the seed"
+    s1 = GenerateRequest(prompt="p", params=GenParams(temperature=0.7, seed=1))
+    s2 = GenerateRequest(prompt="p", params=GenParams(temperature=0.7, seed=2))
+    assert s1.key() != s2.key(), "sampled requests are keyed by their seed"
+    with pytest.raises(ValueError):
+        GenerateRequest()
+
+
+def test_model_spec_and_args_errors_name_the_flag():
+    with pytest.raises(ValueError, match="allowed: hf, vllm, openai"):
+        split_spec("foo:bar")
+    with pytest.raises(ValueError, match="PREFIX:MODEL"):
+        split_spec("smollm2")
+    assert parse_model_args("dtype=float32,batch_size=8,trust_remote_code=true,max_length=none") == {
+        "dtype": "float32", "batch_size": 8, "trust_remote_code": True, "max_length": None}
+    with pytest.raises(ValueError, match="not key=value"):
+        parse_model_args("dtype")
+    with pytest.raises(ValueError, match="does not take bogus"):
+        make_backend("hf:whatever", {"bogus": 1})
+
+
+def test_bad_json_line_names_file_and_line(tmp_path):
+    f = tmp_path / "data.jsonl"
+    f.write_text('{"question": "a", "answer": "#### 1"}\n{"question": "b", "answer": \n')
+    with pytest.raises(DataError, match=rf"{f}:2: invalid JSON"):
+        list(read_records(f))
+
+
+def test_missing_and_mistyped_fields_name_file_line_field(tmp_path):
+    from evalkit.tasks.gsm8k import GSM8K
+    d = tmp_path / "gsm"
+    d.mkdir()
+    (d / "test.jsonl").write_text('{"question": "q1", "answer": "#### 1"}\n\n{"question": "q2"}\n')
+    (d / "train.jsonl").write_text('{"question": "q", "answer": 5}\n')
+    with pytest.raises(DataError) as e:
+        GSM8K(data_path=str(d)).eval_docs()
+    assert f"{d / 'test.jsonl'}:3" in str(e.value) and "'answer'" in str(e.value) and "missing" in str(e.value)
+    with pytest.raises(DataError) as e:
+        GSM8K(data_path=str(d)).load_docs("train")
+    assert f"{d / 'train.jsonl'}:1" in str(e.value) and "'answer'" in str(e.value) and "should be str" in str(e.value)
+
+
+def test_mean_metric_binary_uses_wilson_and_analytic_stderr():
+    m = mean_metric([1, 0, 1, 1, 0, 1, 1, 1])
+    assert m.value == pytest.approx(0.75)
+    assert m.stderr == pytest.approx(np.std([1, 0, 1, 1, 0, 1, 1, 1], ddof=1) / math.sqrt(8))
+    assert 0 <= m.ci_low < 0.75 < m.ci_high <= 1
+    z = mean_metric([0.0] * 10)
+    assert z.ci_low == 0 and z.ci_high > 0, "Wilson interval is not degenerate at 0"
+
+
+def test_bootstrap_stderr_is_std_of_replicates_and_seeded():
+    rng = np.random.default_rng(0)
+    items = list(rng.normal(size=200))
+    a = bootstrap_corpus(items, lambda xs: float(np.mean(xs)), seed=7, replicates=2000)
+    b = bootstrap_corpus(items, lambda xs: float(np.mean(xs)), seed=7, replicates=2000)
+    assert a == b
+    analytic = np.std(items, ddof=1) / math.sqrt(len(items))
+    assert a.stderr == pytest.approx(analytic, rel=0.1), "not divided by sqrt(replicates)"
+    assert a.ci_low < a.value < a.ci_high
+    assert derive_seed(1, "t", "3") == derive_seed(1, "t", "3") != derive_seed(1, "t", "4")
+
+
+def test_rolling_windows_cover_every_token_once():
+    toks = list(range(100, 237))
+    for max_len in (1, 7, 64, 137, 500):
+        wins = list(rolling_windows(toks, prefix_token=0, max_len=max_len))
+        assert [t for _, tgt in wins for t in tgt] == toks
+        assert wins[0][0] == [0]
+        pos = 0
+        for ctx, tgt in wins:
+            # the model input (ctx + tgt)[:-1] fits max_len; the context is what precedes the targets
+            assert len(ctx) + len(tgt) - 1 <= max_len
+            if pos:
+                assert ctx == toks[pos - len(ctx): pos]
+            pos += len(tgt)
+
+
+class CountingBackend(Backend):
+    name = "counting"
+    chunk_size = 3
+
+    def __init__(self):
+        self.calls = 0
+        self.seen = []
+
+    def identity(self):
+        return {"backend": "counting"}
+
+    def loglikelihood(self, requests):
+        self.calls += 1
+        self.seen += list(requests)
+        return [LoglikelihoodResult(-float(len(r.continuation)), True) for r in requests]
+
+    def loglikelihood_rolling(self, requests):
+        return [-1.0 for _ in requests]
+
+    def generate(self, requests):
+        self.seen += list(requests)
+        return [[Completion(r.prompt.upper(), "stop")] for r in requests]
+
+
+def test_engine_dedupes_caches_and_resumes(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    reqs = [LoglikelihoodRequest("q", c) for c in (" A", " BB", " A", " CCC", " DDDD")]
+    reqs += [GenerateRequest(prompt="hi"), GenerateRequest(prompt="hi")]
+    be = CountingBackend()
+    answers = Engine(be, cache, progress=False).run(reqs)
+    assert len(be.seen) == 5, "duplicates are sent once"
+    assert answers[reqs[3].key()].logprob == -4.0
+    assert answers[reqs[5].key()][0].text == "HI"
+    be2 = CountingBackend()
+    eng2 = Engine(be2, ResponseCache(tmp_path / "c.sqlite"), progress=False)
+    answers2 = eng2.run(reqs + [LoglikelihoodRequest("q", " new")])
+    assert [r.continuation for r in be2.seen] == [" new"], "only the new request is computed"
+    assert eng2.stats["cached"] == 5 and eng2.stats["computed"] == 1
+    assert answers2[reqs[3].key()].logprob == -4.0
+
+
+def test_run_record_is_written_atomically_and_scrubbed(tmp_path):
+    from evalkit.records import load_run, write_run
+    run = {"run_id": "r1", "schema_version": 1, "model": {"args": {"api_key": "sk-secret", "dtype": "x"}},
+           "tasks": {"t": {"metrics": {}, "samples_file": "samples_t.jsonl"}}}
+    path = write_run(tmp_path, run, {"t": [{"doc_id": "0"}]})
+    text = (path / "run.json").read_text()
+    assert "sk-secret" not in text and "<redacted>" in text
+    rec = load_run(path)
+    assert list(rec.samples("t")) == [{"doc_id": "0"}]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "no temp folders left"

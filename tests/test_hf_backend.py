@@ -1,0 +1,85 @@
+"""The transformers backend on the real tiny model: numerics checked against direct model calls."""
+from __future__ import annotations
+
+import pytest
+
+from evalkit.requests import GenerateRequest, GenParams, LoglikelihoodRequest, RollingRequest
+
+pytestmark = pytest.mark.slow
+
+
+def _direct_logprob(backend, ctx_ids, cont_ids):
+    torch = backend.torch
+    ids = torch.tensor([ctx_ids + cont_ids])
+    with torch.inference_mode():
+        lp = torch.log_softmax(backend.model(input_ids=ids).logits[0].float(), -1)
+    n = len(ctx_ids)
+    return sum(float(lp[n - 1 + i, t]) for i, t in enumerate(cont_ids))
+
+
+def test_loglikelihood_matches_direct_forward(hf_backend):
+    ctx = "The capital of France is"
+    reqs = [LoglikelihoodRequest(ctx, " Paris"), LoglikelihoodRequest(ctx, " Berlin"),
+            LoglikelihoodRequest(ctx, " the city of lights"), LoglikelihoodRequest(ctx + " ", "Paris")]
+    res = hf_backend.loglikelihood(reqs)
+    ctx_ids = hf_backend.encode(ctx)
+    for r, out in zip(reqs[:3], res):
+        whole = hf_backend.encode(ctx + r.continuation)
+        assert out.logprob == pytest.approx(_direct_logprob(hf_backend, ctx_ids, whole[len(ctx_ids):]), abs=2e-4)
+    assert res[0].logprob > res[1].logprob
+    # trailing context whitespace moves into the continuation (lm-eval's rule)
+    assert res[3].logprob == pytest.approx(res[0].logprob, abs=1e-5)
+
+
+def test_single_token_choices_share_one_forward_pass(hf_backend, monkeypatch):
+    ctx = "Question: 2+2=?\nA. 3\nB. 4\nC. 5\nD. 6\nAnswer:"
+    reqs = [LoglikelihoodRequest(ctx, f" {c}") for c in "ABCD"]
+    calls = []
+    real = hf_backend._forward_logits
+    monkeypatch.setattr(hf_backend, "_forward_logits", lambda seqs: calls.append(len(seqs)) or real(seqs))
+    grouped = hf_backend.loglikelihood(reqs)
+    assert calls == [1], "four single-token choices, one sequence forwarded"
+    ctx_ids = hf_backend.encode(ctx)
+    for r, g in zip(reqs, grouped):
+        cont = hf_backend.encode(ctx + r.continuation)[len(ctx_ids):]
+        assert len(cont) == 1
+        assert g.logprob == pytest.approx(_direct_logprob(hf_backend, ctx_ids, cont), abs=2e-4)
+
+
+def test_batching_does_not_change_scores(hf_backend):
+    reqs = [LoglikelihoodRequest("word " * n, " end") for n in range(1, 12)]
+    batched = hf_backend.loglikelihood(reqs)
+    single = [hf_backend.loglikelihood([r])[0] for r in reqs[::5]]
+    for a, b in zip(batched[::5], single):
+        assert a.logprob == pytest.approx(b.logprob, abs=2e-4)
+
+
+def test_rolling_equals_full_text_loglikelihood_and_windows_add_up(hf_backend, tiny_model_dir):
+    from evalkit.backends.hf import HFBackend
+    text = "Perplexity is a measurement of how well a probability model predicts a sample. " * 4
+    full = hf_backend.loglikelihood_rolling([RollingRequest(text)])[0]
+    assert full == pytest.approx(hf_backend.loglikelihood([LoglikelihoodRequest("", text)])[0].logprob, abs=1e-3)
+    small = HFBackend(tiny_model_dir, max_length=16, threads=1)
+    windowed = small.loglikelihood_rolling([RollingRequest(text)])[0]
+    assert windowed < full, "less context per token gives a lower likelihood"
+    assert small.identity_hash() != hf_backend.identity_hash(), "max_length is part of the model identity"
+
+
+def test_greedy_generation_with_stop_and_chat_template(hf_backend):
+    msgs = (("user", "What is 2+3?"),)
+    [[c]] = hf_backend.generate([GenerateRequest(messages=msgs, params=GenParams(max_tokens=16))])
+    assert "5" in c.text and c.finish_reason == "stop"
+    prompt = "Count: 1, 2, 3, 4,"
+    [[a], [b]] = hf_backend.generate([GenerateRequest(prompt=prompt, params=GenParams(max_tokens=12, stop=(" 7",))),
+                                      GenerateRequest(prompt=prompt, params=GenParams(max_tokens=3))])
+    assert " 7" not in a.text and a.text.startswith(" 5") and a.finish_reason == "stop"
+    assert b.finish_reason == "length"
+
+
+def test_seeded_sampling_is_reproducible(hf_backend):
+    p = GenParams(max_tokens=8, temperature=1.0, seed=11, n=2)
+    r1 = hf_backend.generate([GenerateRequest(prompt="Once upon a time", params=p)])[0]
+    r2 = hf_backend.generate([GenerateRequest(prompt="Once upon a time", params=p),
+                              GenerateRequest(prompt="Another prompt", params=p)])[0]
+    assert [c.text for c in r1] == [c.text for c in r2]
+    assert len(r1) == 2
