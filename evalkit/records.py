@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -17,13 +18,19 @@ from typing import Iterator, Optional
 SCHEMA_VERSION = 1
 
 _SECRET_KEYS = ("api_key", "apikey", "token", "secret", "password", "authorization")
+# settings that contain "token" but are counts or flags, not credentials (max_tokens, add_bos_token)
+_NOT_SECRET = re.compile(r"(^|_)(max|min|num|n)(_new|_gen)?_(tokens|toks)$|(^|_)(bos|eos|pad|unk|sep)_token(_id)?$")
+
+
+def _is_secret(key) -> bool:
+    k = str(key).lower()
+    return any(s in k for s in _SECRET_KEYS) and not _NOT_SECRET.search(k)
 
 
 def scrub(obj):
     """Drop anything that looks like a secret from a dict tree before it is written anywhere."""
     if isinstance(obj, dict):
-        return {k: ("<redacted>" if any(s in str(k).lower() for s in _SECRET_KEYS) else scrub(v))
-                for k, v in obj.items()}
+        return {k: ("<redacted>" if _is_secret(k) else scrub(v)) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [scrub(v) for v in obj]
     return obj

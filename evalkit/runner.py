@@ -43,6 +43,7 @@ class TaskRun:
     task: Task
     docs: list
     requests: list  # per doc, list of requests
+    indices: list = field(default_factory=list)  # each doc's position in the unsharded doc list
 
 
 def package_versions() -> dict:
@@ -64,13 +65,18 @@ def git_sha() -> Optional[str]:
         return None
 
 
-def select_docs(docs: list, limit: Optional[int], shard: Optional[tuple]) -> list:
-    if limit is not None:
-        docs = docs[:limit]
+def shard_of(doc_id: str, count: int) -> int:
+    """Deterministic shard of a doc: the same for every run, limit and machine."""
+    return int(hashlib.sha256(doc_id.encode()).hexdigest(), 16) % count
+
+
+def select_docs(docs: list, limit: Optional[int], shard: Optional[tuple]) -> list[tuple[int, object]]:
+    """(position, doc) pairs: the first ``limit`` docs, then this shard's share of them."""
+    pairs = list(enumerate(docs[:limit] if limit is not None else docs))
     if shard:
         i, n = shard
-        docs = [d for d in docs if int(hashlib.sha256(d.id.encode()).hexdigest(), 16) % n == i]
-    return docs
+        pairs = [(k, d) for k, d in pairs if shard_of(d.id, n) == i]
+    return pairs
 
 
 def load_tasks(config: RunConfig) -> list[TaskRun]:
@@ -79,8 +85,8 @@ def load_tasks(config: RunConfig) -> list[TaskRun]:
     for name in config.tasks:
         cls = registry.get_task_class(name)
         task = cls(data_path=config.data_paths.get(name), **config.task_options.get(name, {}))
-        docs = select_docs(task.eval_docs(), config.limit, config.shard)
-        runs.append(TaskRun(task, docs, []))
+        picked = select_docs(task.eval_docs(), config.limit, config.shard)
+        runs.append(TaskRun(task, [d for _, d in picked], [], [k for k, _ in picked]))
     return runs
 
 
@@ -93,6 +99,37 @@ def run_id_for(model_name: str) -> str:
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
     safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in model_name)[-40:]
     return f"{stamp}-{safe}-{hashlib.sha256(str(time.time_ns()).encode()).hexdigest()[:6]}"
+
+
+def task_result(task: Task, samples: list, config: RunConfig) -> tuple[dict, list[dict]]:
+    """Aggregate one task's scored samples: its run-record entry and its sample rows.
+    (Shared with ``evalkit score``, which scores saved predictions without a model.)"""
+    metrics = task.aggregate(samples, config.seed)
+    rows = [s.to_dict() for s in samples]
+    entry = {
+        "version": task.version,
+        "description": task.description,
+        "output_type": task.output_type,
+        "config": task.config_fingerprint(),
+        "num_fewshot": task.num_fewshot if config.num_fewshot is None else config.num_fewshot,
+        "n_docs": len(samples),
+        "dataset_fingerprint": content_hash(sorted((s.doc_id, s.doc_hash) for s in samples)),
+        "prompt_hash": content_hash([r["prompt_hash"] for r in rows]),
+        "data_source": config.data_paths.get(task.name) or task.dataset.hub_path,
+        "metrics": {k: v.to_dict() for k, v in metrics.items()},
+        "breakdowns": {g: {k: v.to_dict() for k, v in ms.items()} for g, ms in task.breakdowns(samples).items()},
+        "samples_file": samples_filename(task.name),
+        "extra": getattr(task, "run_extra", lambda s: {})(samples),
+    }
+    return entry, rows
+
+
+def config_record(config: RunConfig) -> dict:
+    return {"tasks": config.tasks, "limit": config.limit, "seed": config.seed,
+            "num_fewshot": config.num_fewshot, "apply_chat_template": config.apply_chat_template,
+            "system_prompt": config.system_prompt, "gen_overrides": config.gen_overrides,
+            "shard": list(config.shard) if config.shard else None, "tags": config.tags,
+            "data_paths": config.data_paths, "task_options": config.task_options}
 
 
 def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "results",
@@ -115,38 +152,23 @@ def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "res
     for tr in task_runs:
         task = tr.task
         samples = task.score_all(tr.docs, [[answers[r.key()] for r in reqs] for reqs in tr.requests], ctx)
-        metrics = task.aggregate(samples, config.seed)
-        rows = [s.to_dict() for s in samples]
-        tasks_out[task.name] = {
-            "version": task.version,
-            "description": task.description,
-            "output_type": task.output_type,
-            "config": task.config_fingerprint(),
-            "num_fewshot": task.num_fewshot if config.num_fewshot is None else config.num_fewshot,
-            "n_docs": len(samples),
-            "dataset_fingerprint": content_hash(sorted((s.doc_id, s.doc_hash) for s in samples)),
-            "prompt_hash": content_hash([r["prompt_hash"] for r in rows]),
-            "data_source": config.data_paths.get(task.name) or task.dataset.hub_path,
-            "metrics": {k: v.to_dict() for k, v in metrics.items()},
-            "breakdowns": {g: {k: v.to_dict() for k, v in ms.items()} for g, ms in task.breakdowns(samples).items()},
-            "samples_file": samples_filename(task.name),
-            "extra": getattr(task, "run_extra", lambda s: {})(samples),
-        }
-        samples_out[task.name] = rows
+        tasks_out[task.name], samples_out[task.name] = task_result(task, samples, config)
+        for row, k in zip(samples_out[task.name], tr.indices):
+            row["doc_index"] = k
     run = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id_for(backend.display_name),
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "model": {"spec": model_spec, "name": backend.display_name, "backend": backend.name,
                   "args": model_args or {}, "identity": backend.identity(), "identity_hash": backend.identity_hash()},
-        "config": {"tasks": config.tasks, "limit": config.limit, "seed": config.seed,
-                   "num_fewshot": config.num_fewshot, "apply_chat_template": config.apply_chat_template,
-                   "system_prompt": config.system_prompt, "gen_overrides": config.gen_overrides,
-                   "shard": list(config.shard) if config.shard else None, "tags": config.tags},
+        "config": config_record(config),
         "tasks": tasks_out,
         "versions": package_versions(),
         "git_sha": git_sha(),
         "engine": dict(engine.stats),
+        # backend counters where a backend keeps them (vllm/openai: share of completions that hit
+        # max_tokens, prefix-cache hit rate)
+        "backend_stats": backend.run_stats() if hasattr(backend, "run_stats") else {},
         "timings": {"prepare_s": round(t_prep - t0, 3), "model_s": round(t_model - t_prep, 3),
                     "score_s": round(time.time() - t_model, 3), "total_s": round(time.time() - t0, 3)},
     }

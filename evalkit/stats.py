@@ -53,6 +53,8 @@ def mean_metric(values: Sequence[float], higher_is_better: bool = True) -> Metri
     else:
         t = float(sps.t.ppf(0.975, n - 1))
         lo, hi = m - t * se, m + t * se
+        if x.min() >= 0 and x.max() <= 1:  # bounded scores (ROUGE, F1): keep the interval in range
+            lo, hi = max(0.0, lo), min(1.0, hi)
     return MetricValue(m, se, lo, hi, n, "mean", higher_is_better)
 
 

@@ -177,6 +177,17 @@ class Task:
     def score(self, doc: Doc, responses: list, ctx: RunContext) -> Sample:
         raise NotImplementedError
 
+    def score_all(self, docs: Sequence[Doc], responses: Sequence[list], ctx: RunContext) -> list[Sample]:
+        """Score every doc of the run (``responses[i]`` answers ``docs[i]``). Override to batch costly
+        checks, e.g. a worker pool for math equivalence; the default scores one doc at a time."""
+        return [self.score(d, r, ctx) for d, r in zip(docs, responses)]
+
+    def responses_from_predictions(self, doc: Doc, predictions: list[str]) -> list:
+        """Saved outputs of one doc as the responses ``score`` takes (``evalkit score``, no model).
+        Default: one generate request answered with every prediction (several allow pass@k)."""
+        from evalkit.requests import Completion
+        return [[Completion(p, "stop") for p in predictions]]
+
     #: name -> function(list of Sample) -> float, computed over the corpus with a bootstrap CI
     corpus_metrics: ClassVar[dict] = {}
 
@@ -246,6 +257,20 @@ class GenerationTask(Task):
 
     def prompt_of(self, doc: Doc, ctx: RunContext):
         return self.messages(doc, ctx) if ctx.apply_chat_template else self.prompt_text(doc, ctx)
+
+    def aggregate(self, samples, seed):
+        """Adds the ``metrics`` option's extra metrics (``evaluate:NAME``, see evalkit.metrics.hf_evaluate)."""
+        extra = {}
+        if self.options.get("metrics"):
+            from evalkit.metrics import hf_evaluate
+            extra, self._metric_info = hf_evaluate.apply(self, samples, self.options["metrics"], seed)
+        out = super().aggregate(samples, seed)
+        out.update(extra)
+        return out
+
+    def run_extra(self, samples) -> dict:
+        info = getattr(self, "_metric_info", None)
+        return {"evaluate": info} if info else {}
 
 
 class PerplexityTask(Task):

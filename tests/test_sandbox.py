@@ -7,7 +7,9 @@ processes where that matters) still runs a normal program afterwards.
 import os
 import secrets
 import shutil
+import signal
 import socket
+import subprocess
 import tempfile
 import textwrap
 import threading
@@ -16,8 +18,7 @@ import warnings
 
 import pytest
 
-from evalkit.sandbox import ExecResult, Sandbox, isolation_layer
-from evalkit.sandbox import executor
+from evalkit.sandbox import ExecResult, Sandbox, executor, isolation_layer
 
 SECRET_ENV = "secret-token-" + secrets.token_hex(8)
 
@@ -50,19 +51,66 @@ def worker_pids(sb):
     return [w.proc.pid for w in sb._workers]
 
 
-def humaneval_program(body, test="def check(candidate):\n    assert candidate(2) == 4\n"):
-    return f"def double(x):\n{textwrap.indent(textwrap.dedent(body), '    ')}\n{test}\ncheck(double)\n"
+def family(pid):
+    """pid and all its descendants (the worker runs a few processes below bwrap)."""
+    out, todo = [pid], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                kids = []
+            out += kids
+            todo += kids
+    return out
+
+
+def signal_workers(sb, sig):
+    for w in sb._workers:
+        if w.proc is not None:
+            for pid in family(w.proc.pid):
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+
+
+CHECK_DOUBLE = "def check(candidate):\n    assert candidate(2) == 4\n"
+
+
+def src(code):
+    return textwrap.dedent(code).lstrip("\n")
+
+
+def humaneval_program(body, test=CHECK_DOUBLE):
+    body = textwrap.indent(textwrap.dedent(body), "    ")
+    return f"def double(x):\n{body}\n{test}\ncheck(double)\n"
 
 
 # ----------------------------------------------------------------------------- functional
+def bwrap_works():
+    """Can bubblewrap make namespaces on this host at all (not: does our probe like it)?"""
+    if not shutil.which("bwrap"):
+        return False
+    ns = ["--unshare-all"] if os.getuid() else ["--unshare-ipc", "--unshare-pid", "--unshare-net"]
+    argv = ["bwrap", *ns, "--ro-bind", "/", "/", "true"]
+    return subprocess.run(argv, capture_output=True, timeout=30, check=False).returncode == 0
+
+
 def test_isolation_layer_reported(sb):
     layer = isolation_layer()
     assert layer == sb.isolation_layer
-    assert layer.split("+")[0] in ("bwrap", "bwrap(rootns)", "unshare", "none")
+    assert layer.split("+")[0].split("(")[0] in ("bwrap", "unshare", "none")
     assert "rlimits" in layer
-    if shutil.which("bwrap"):
-        assert strong(sb), layer  # bubblewrap installed: it must be the active layer here
-        assert "+seccomp+" in layer and layer.endswith("uid65534")
+    if bwrap_works():  # then the sandbox must be using it, with seccomp, as nobody
+        assert strong(sb), layer
+        assert "+seccomp+" in layer and layer.endswith("uid65534"), layer
 
 
 def test_pass_fail_exception_syntax(sb):
@@ -74,7 +122,8 @@ def test_pass_fail_exception_syntax(sb):
     ])
     assert all(isinstance(r, ExecResult) for r in res)
     assert (res[0].status, res[0].passed, res[0].stdout) == ("passed", True, "hi\n")
-    assert (res[1].status, res[1].error_type, res[1].error_message) == ("failed", "AssertionError", "nope")
+    assert (res[1].status, res[1].error_type) == ("failed", "AssertionError")
+    assert res[1].error_message == "nope"
     assert (res[2].status, res[2].error_type) == ("failed", "ValueError")
     assert "bad value" in res[2].stderr
     assert (res[3].status, res[3].error_type) == ("failed", "SyntaxError")
@@ -110,12 +159,12 @@ def test_thread_safe_concurrent_callers(sb):
     assert {i: r.stdout for i, r in out.items()} == {i: f"{i * 2}\n" for i in range(6)}
 
 
-def test_humaneval_problem_both_modes(sb):
+def test_humaneval_problem_both_modes(sb, shared_data):
     import gzip
     import json
 
-    path = "/work/shared/data/humaneval/HumanEval.jsonl.gz"
-    if not os.path.exists(path):
+    path = shared_data / "humaneval" / "HumanEval.jsonl.gz"
+    if not path.exists():
         pytest.skip("HumanEval data not present")
     with gzip.open(path, "rt") as f:
         probs = [json.loads(next(f)) for _ in range(3)]
@@ -130,14 +179,9 @@ def test_humaneval_problem_both_modes(sb):
 
 
 def test_dead_worker_is_restarted_and_job_reported(sb):
-    victim = {}
-
     def kill_soon():
         time.sleep(0.4)
-        for w in sb._workers:  # the busy one is whichever runs the sleeper; kill both
-            if w.proc is not None:
-                victim.setdefault("pids", []).append(w.proc.pid)
-                os.killpg(w.proc.pid, 9)
+        signal_workers(sb, signal.SIGKILL)  # whichever runs the sleeper: kill both
 
     t = threading.Thread(target=kill_soon)
     t.start()
@@ -149,19 +193,16 @@ def test_dead_worker_is_restarted_and_job_reported(sb):
 
 
 def test_unresponsive_worker_is_killed(sb):
-    import signal
-
     sb.answer_grace = 0.5
+    timer = threading.Timer(0.2, signal_workers, (sb, signal.SIGSTOP))
     try:
-        threading.Timer(0.2, lambda: [os.killpg(w.proc.pid, signal.SIGSTOP)
-                                      for w in sb._workers if w.proc is not None]).start()
+        timer.start()
         r = sb.run("import time\ntime.sleep(3)", timeout=0.5)
         assert (r.status, r.error_type) == ("error", "WorkerDied")
     finally:
+        timer.join()
         sb.answer_grace = Sandbox.answer_grace
-        for w in sb._workers:
-            if w.proc is not None:
-                os.killpg(w.proc.pid, signal.SIGCONT)
+        signal_workers(sb, signal.SIGCONT)
     assert all(r.passed for r in sb.run_many(["pass"] * 4))
 
 
@@ -215,12 +256,13 @@ def test_attack_read_host_files(sb):
     try:
         for prog in (f"print(open({secret!r}).read())",
                      "print(open('/etc/shadow').read())",
-                     f"import os\nprint(os.listdir({home!r}))",
                      "print(open('/proc/1/environ').read())"):
             r = sb.run(prog)
             assert not r.passed, prog
             assert token not in r.stdout + r.stderr
             assert "root:" not in r.stdout
+        r = sb.run(f"import os\nprint(os.listdir({home!r}))")  # may exist inside, but empty
+        assert os.path.basename(secret) not in r.stdout
     finally:
         os.unlink(secret)
     assert_alive(sb)
@@ -229,7 +271,8 @@ def test_attack_read_host_files(sb):
 def test_attack_environment_secrets(sb):
     r = sb.run("import os\nprint(dict(os.environ))\nprint(os.environ.get('OPENAI_API_KEY'))")
     assert r.passed and SECRET_ENV not in r.stdout and "OPENAI_API_KEY" not in r.stdout
-    for prog in ("print(open('/proc/self/environ').read())", "print(open('/proc/2/environ').read())",
+    for prog in ("print(open('/proc/self/environ').read())",
+                 "print(open('/proc/2/environ').read())",
                  "print(open('/proc/1/environ').read())"):
         r = sb.run(prog)
         assert SECRET_ENV not in r.stdout + r.stderr
@@ -266,7 +309,7 @@ def test_attack_signal_parent(sb):
                  f"import os, signal\nos.kill({pids[0]}, signal.SIGKILL)",
                  "import os\nos.system('kill -9 -1')"):
         r = sb.run(prog)
-        assert not r.passed, prog
+        assert r.error_type != "WorkerDied", (prog, r)  # refused, or ignored by the kernel
     assert os.getpid() == me
     assert_alive(sb, pids)
 
@@ -274,8 +317,15 @@ def test_attack_signal_parent(sb):
 def test_attack_fork_bomb(sb):
     pids = worker_pids(sb)
     start = time.monotonic()
-    r = sb.run("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
-               timeout=2.0)
+    bomb = src("""
+        import os
+        while True:
+            try:
+                os.fork()
+            except OSError:
+                pass
+    """)
+    r = sb.run(bomb, timeout=2.0)
     assert not r.passed
     assert time.monotonic() - start < 6.0
     assert_alive(sb, pids)
@@ -283,10 +333,15 @@ def test_attack_fork_bomb(sb):
 
 def test_attack_memory_bomb(sb):
     pids = worker_pids(sb)
-    r = sb.run("chunks = []\nwhile True:\n    chunks.append(bytearray(50 << 20))")
-    assert not r.passed and r.error_type in ("MemoryError", "Killed:SIGKILL")
-    assert not sb.run("x = ' ' * (1 << 40)").passed
+    for prog in ("x = ' ' * (1 << 40)", "x = bytearray(1 << 36)", "x = [0] * (1 << 34)"):
+        r = sb.run(prog)
+        assert (r.passed, r.error_type) == (False, "MemoryError"), prog
     assert_alive(sb, pids)
+    with Sandbox(workers=1, timeout=20.0, memory_mb=200) as small:  # a growing bomb, quickly
+        r = small.run("chunks = []\nwhile True:\n    chunks.append(bytearray(20 << 20))")
+        assert not r.passed and r.error_type in ("MemoryError", "Killed:SIGKILL"), r
+        assert small.run("x = bytearray(100 << 20)\nprint(len(x))").passed  # within the limit
+        assert_alive(small)
 
 
 def test_attack_cpu_loop(sb):
@@ -306,20 +361,46 @@ def test_attack_huge_stdout(sb):
     assert_alive(sb, pids)
 
 
+def test_attack_closing_and_hijacking_pipes(sb):
+    pids = worker_pids(sb)
+    for prog in (("import os\nfor fd in range(1024):\n    try:\n        os.close(fd)\n"
+                  "    except OSError:\n        pass"),
+                 "import os\nos.dup2(1, 3)\nos.dup2(1, 2)",  # the token would land on stdout
+                 "import os, sys\nsys.stdout = open(os.devnull, 'w')\nos.close(1)\nos.close(0)"):
+        r = sb.run(prog)
+        assert r.status in ("failed", "passed") and r.error_type != "SandboxSetupError", (prog, r)
+        assert r.status != "passed" or "PASS " not in r.stdout
+    assert_alive(sb, pids)
+
+
 def test_attack_subprocess_and_exec(sb):
     pids = worker_pids(sb)
+    below_the_hook = src("""
+        import _posixsubprocess, os  # no audit event: seccomp must refuse the execve itself
+        r, w = os.pipe()
+        pid = _posixsubprocess.fork_exec(
+            [b"/bin/sh", b"-c", b"echo pwned"], [b"/bin/sh"], True, (w,), None, None,
+            -1, -1, -1, -1, -1, -1, r, w, True, False, -1, None, None, None, -1, None, False)
+        os.waitpid(pid, 0)
+        os.close(w)
+        print("exec error:", os.read(r, 200))
+    """)
     for prog in ("import subprocess\nsubprocess.run(['/bin/sh', '-c', 'echo pwned'])",
                  "import os\nos.system('echo pwned')",
                  "import os\nos.execv('/bin/sh', ['sh', '-c', 'echo pwned'])",
                  "import os\nos.posix_spawn('/bin/sh', ['sh', '-c', 'echo pwned'], {})",
-                 # below the audit hook: seccomp refuses the execve itself
-                 "import _posixsubprocess, os\nr, w = os.pipe()\n"
-                 "pid = _posixsubprocess.fork_exec([b'/bin/sh', b'-c', b'echo pwned'], [b'/bin/sh'], "
-                 "True, (w,), None, None, -1, -1, -1, -1, -1, -1, r, w, True, False, -1, None, "
-                 "None, None, -1, None, False)\nos.waitpid(pid, 0)\nos.close(w)\n"
-                 "print('exec error:', os.read(r, 200))"):
+                 below_the_hook):
         r = sb.run(prog)
         assert "pwned" not in r.stdout + r.stderr, prog
+    r = sb.run(below_the_hook)
+    assert not r.passed and "pwned" not in r.stdout
+    aliased = src("""
+        import importlib.util, sys  # load the C module under another name: still refused
+        spec = importlib.util.find_spec("_posixsubprocess")
+        alias = importlib.util.spec_from_file_location("x._posixsubprocess", spec.origin)
+        print(importlib.util.module_from_spec(alias))
+    """)
+    assert sb.run(aliased).error_type == "SandboxImportError"
     assert_alive(sb, pids)
 
 
@@ -329,26 +410,39 @@ def test_attack_subprocess_and_exec(sb):
     "import sys\nsys.exit(0)",
     "raise SystemExit(0)",
     "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
-    "import threading, os\nthreading.Thread(target=lambda: os._exit(0)).start()\nimport time\ntime.sleep(1)",
+    ("import threading, os, time\nthreading.Thread(target=os._exit, args=(0,)).start()\n"
+     "time.sleep(1)"),
     "import atexit, os\natexit.register(lambda: os._exit(0))\nraise SystemExit(0)",
 ])
 def test_exit_hacks_never_pass(sb, body):
-    wrong = "return x + 1  # wrong, check() would fail"
-    r = sb.run(humaneval_program(body + "\n" + wrong))
+    program = humaneval_program(body + "\nreturn x + 1  # wrong: check() would fail")
+    r = sb.run(program)
     assert r.status != "passed" and not r.passed, r
-    p = humaneval_program(body + "\n" + wrong)
-    r = sb.run(p.split("def check")[0], test="def check(candidate):\n    assert candidate(2) == 4\n",
-               entry_point="double")
+    r = sb.run(program.split("def check")[0], test=CHECK_DOUBLE, entry_point="double")
     assert not r.passed, r
 
 
 def test_forged_pass_token_rejected(sb):
     for prog in ("import os\nos.write(3, b'PASS ' + b'0' * 64)\nos._exit(0)",
-                 "import os\nprint(os.read(4, 100))",  # token fd is closed before the program runs
+                 "import os\nprint(os.read(4, 100))",  # the token fd is closed by now
                  "import gc\nprint(len(gc.get_objects()))",
                  "import sys\nprint(sys._getframe(1).f_locals)",
-                 "try:\n    raise ValueError\nexcept ValueError as e:\n    print(e.__traceback__.tb_frame.f_back.f_locals)",
+                 src("""
+                     try:
+                         raise ValueError
+                     except ValueError as e:
+                         print(e.__traceback__.tb_frame.f_back.f_locals)
+                 """),
                  "import ctypes",
+                 src("""
+                     import importlib.util  # _ctypes under another name: still refused
+                     spec = importlib.util.find_spec("_ctypes")
+                     alias = importlib.util.spec_from_file_location("x._ctypes", spec.origin)
+                     m = importlib.util.module_from_spec(alias)
+                     class P(m._SimpleCData):
+                         _type_ = "z"
+                     print(P(id(b"PASS ") + 32).value)
+                 """),
                  "print(open('/proc/self/mem', 'rb').read(1))",
                  "import os\nos.write(3, open('/proc/self/fd/4').read().encode())\nos._exit(0)"):
         r = sb.run(prog)
@@ -356,44 +450,114 @@ def test_forged_pass_token_rejected(sb):
 
 
 def test_monkeypatching_builtins_cannot_fake_a_pass(sb):
-    test = "def check(candidate):\n    assert abs(candidate(2) - 4) < 1e-9\n    assert isinstance(candidate(1), int)\n"
-    evil_module_level = "import builtins\nbuiltins.abs = lambda x: 0\nbuiltins.isinstance = lambda *a: True\n"
-    cand = evil_module_level + "def double(x):\n    return 'wrong'\n"
+    test = src("""
+        def check(candidate):
+            assert abs(candidate(2) - 4) < 1e-9
+            assert isinstance(candidate(1), int)
+    """)
+    cand = src("""
+        import builtins
+        builtins.abs = lambda x: 0
+        builtins.isinstance = lambda *a: True
+        builtins.AssertionError = KeyError
+        def double(x):
+            return x + 1
+    """)  # a plain exec() of cand + test passes
     assert not sb.run(cand + test + "check(double)\n").passed  # single program
     assert not sb.run(cand, test=test, entry_point="double").passed  # structured
-    # patching the namespace's own __builtins__ or sys.modules: structured mode is immune
+    # rebinding the shared namespace's __builtins__ or faking modules: structured mode only
+    math_test = src("""
+        import math
+        def check(candidate):
+            assert math.isclose(candidate(2), 4)
+            assert abs(candidate(2) - 4) < 1
+    """)
     for evil in ("__builtins__['abs'] = lambda x: 0\n",
-                 "import sys, types\nm = types.ModuleType('math')\nm.isclose = lambda *a, **k: True\n"
-                 "sys.modules['math'] = m\n"):
-        cand = evil + "def double(x):\n    return 'wrong'\n"
-        t = "import math\ndef check(candidate):\n    assert math.isclose(candidate(2), 4)\n    assert abs(candidate(2) - 4) < 1\n"
-        assert not sb.run(cand, test=t, entry_point="double").passed
-    # an honest candidate still passes with the same test
+                 src("""
+                     import sys, types
+                     fake = types.ModuleType('math')
+                     fake.isclose = lambda *a, **k: True
+                     sys.modules['math'] = fake
+                 """)):
+        cand = evil + "def double(x):\n    return x + 1\n"
+        assert not sb.run(cand, test=math_test, entry_point="double").passed
+    # an honest candidate still passes with the same tests
     assert sb.run("def double(x):\n    return 2 * x\n", test=test, entry_point="double").passed
 
 
-def test_tampering_with_the_checker(sb):
-    test = "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(3) == 6\n"
-    attacks = [
-        # replace check before the tests run (module level) / from inside the candidate
-        "check = lambda c: None\nimport builtins\nbuiltins.check = lambda c: None\n"
-        "def double(x):\n    return 0\n",
-        "def double(x):\n    globals()['check'] = lambda c: None\n    return 0\n",
-        # reach the running checker's frame and skip its asserts
-        "import sys\ndef double(x):\n    f = sys._getframe(1)\n    f.f_globals['check'] = None\n    return 0\n",
-        "import sys\ndef tracer(frame, event, arg):\n    return tracer\n"
-        "def double(x):\n    sys.settrace(tracer)\n    return 0\n",
-        # __eq__ that tampers instead of comparing
-        "import os\nclass Evil:\n    def __eq__(self, other):\n        os._exit(0)\n"
-        "def double(x):\n    return Evil()\n",
-        "class Evil:\n    def __eq__(self, other):\n        raise SystemExit(0)\n"
-        "def double(x):\n    return Evil()\n",
-        "import sys\nclass Evil:\n    def __eq__(self, other):\n"
-        "        sys._getframe(1).f_locals.clear()\n        return True\n    __hash__ = None\n"
-        "    def __bool__(self):\n        raise SystemExit(0)\n"
-        "def double(x):\n    return Evil()\n",
-    ]
-    for cand in attacks:
-        assert not sb.run(cand + test + "check(double)\n").passed, cand
-        assert not sb.run(cand, test=test, entry_point="double").passed, cand
+TAMPERING = [
+    # replace check before the tests run (module level) / from inside the candidate
+    """
+    check = lambda c: None
+    import builtins
+    builtins.check = lambda c: None
+    def double(x):
+        return 0
+    """,
+    """
+    def double(x):
+        globals()['check'] = lambda c: None
+        return 0
+    """,
+    # reach the running checker's frame, or trace it and skip its asserts
+    """
+    import sys
+    def double(x):
+        sys._getframe(1).f_globals['check'] = None
+        return 0
+    """,
+    """
+    import sys
+    def tracer(frame, event, arg):
+        return tracer
+    def double(x):
+        sys.settrace(tracer)
+        return 0
+    """,
+    # rebind the harness's own globals (reachable through object.__subclasses__())
+    """
+    for c in object.__subclasses__():
+        for f in vars(c).values():
+            g = getattr(f, '__globals__', None)
+            if g is not None and '_run_untrusted' in g:
+                g.update(_restore_modules=lambda *a: None, callable=lambda x: False,
+                         exec=lambda *a: None, RESULT_FD=1)
+    def double(x):
+        return 0
+    """,
+    # an __eq__ that tampers instead of comparing
+    """
+    import os
+    class Evil:
+        def __eq__(self, other):
+            os._exit(0)
+    def double(x):
+        return Evil()
+    """,
+    """
+    class Evil:
+        def __eq__(self, other):
+            raise SystemExit(0)
+    def double(x):
+        return Evil()
+    """,
+    """
+    import sys
+    class Evil:
+        __hash__ = None
+        def __eq__(self, other):
+            sys._getframe(1).f_locals.clear()
+            return True
+    def double(x):
+        return Evil()
+    """,
+]
+
+
+@pytest.mark.parametrize("attack", TAMPERING)
+def test_tampering_with_the_checker(sb, attack):
+    test = CHECK_DOUBLE + "    assert candidate(3) == 6\n"
+    cand = src(attack)
+    assert not sb.run(cand + test + "check(double)\n").passed
+    assert not sb.run(cand, test=test, entry_point="double").passed
     assert_alive(sb)

@@ -56,15 +56,29 @@ def backend_class(prefix: str):
     return getattr(importlib.import_module(mod), cls)
 
 
+DATA_PARALLEL_ARGS = ("data_parallel_size", "ray_address", "cpus_per_engine", "gpus_per_engine")
+
+
 def make_backend(spec: str, model_args: dict | None = None, **extra):
     prefix, name = split_spec(spec)
     cls = backend_class(prefix)
     args = {**(model_args or {}), **extra}
+    dp = {k: args.pop(k) for k in DATA_PARALLEL_ARGS if k in args}
+    if prefix != "openai" and (int(dp.get("data_parallel_size") or 1) > 1 or dp.get("ray_address")):
+        _check_args(cls, prefix, args)
+        from evalkit.backends.data_parallel import DataParallelBackend
+        return DataParallelBackend(prefix, name, args, size=int(dp.get("data_parallel_size") or 1),
+                                   ray_address=dp.get("ray_address"), cpus_per_engine=dp.get("cpus_per_engine"),
+                                   gpus_per_engine=dp.get("gpus_per_engine"))
+    _check_args(cls, prefix, args)
+    return cls(name, **args)
+
+
+def _check_args(cls, prefix: str, args: dict) -> None:
     params = inspect.signature(cls.__init__).parameters
     if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
         unknown = [k for k in args if k not in params]
         if unknown:
             allowed = [p for p in params if p not in ("self", "model")]
             raise ValueError(f"--model-args: {prefix} backend does not take {', '.join(unknown)}; "
-                             f"allowed: {', '.join(allowed)}")
-    return cls(name, **args)
+                             f"allowed: {', '.join(allowed + list(DATA_PARALLEL_ARGS))}")

@@ -14,27 +14,12 @@ from typing import Optional, Sequence
 
 from evalkit import models
 from evalkit.backends.base import Backend
+from evalkit.backends.tokenization import encode_pair, rolling_windows  # noqa: F401 (rolling_windows re-exported)
 from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult, RollingRequest
 
 log = logging.getLogger(__name__)
 
 _HUGE_MAX_LEN = 1000000000000000019884624838656
-
-
-def rolling_windows(tokens: list[int], prefix_token: int, max_len: int):
-    """Disjoint windows (context, targets) covering every token once, as lm-eval's
-    get_rolling_token_windows(context_len=1) followed by make_disjoint_window."""
-    if not tokens:
-        return
-    first = min(max_len, len(tokens))
-    yield [prefix_token], tokens[:first]  # disjoint form of ([prefix] + tokens[:first-1], tokens[:first])
-    done = first
-    while done < len(tokens):
-        n = min(len(tokens) - done, max_len)
-        end = done + n
-        ctx = tokens[max(0, end - max_len - 1): end - 1]
-        yield ctx[: len(ctx) - (n - 1)], tokens[end - n: end]
-        done += n
 
 
 class HFBackend(Backend):
@@ -113,15 +98,7 @@ class HFBackend(Backend):
         return self.tokenizer.encode(text, add_special_tokens=self.add_bos_token)
 
     def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
-        if context == "":
-            return [self.prefix_token_id], self.encode(continuation)
-        n_spaces = len(context) - len(context.rstrip())
-        if n_spaces:
-            continuation = context[-n_spaces:] + continuation
-            context = context[:-n_spaces]
-        whole = self.encode(context + continuation)
-        ctx = self.encode(context)
-        return ctx, whole[len(ctx):]
+        return encode_pair(self.encode, self.prefix_token_id, context, continuation)
 
     def apply_chat_template(self, messages: list[dict]) -> str:
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

@@ -98,6 +98,10 @@ def register(sub):
     p.add_argument("--cache-dir", default=None, help="response cache folder (default ~/.cache/evalkit)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     p.add_argument("--tag", action="append", default=[], help="tag the run (shown on the leaderboard)")
+    p.add_argument("--base-url", default=None, metavar="URL",
+                   help="openai: backend server, e.g. http://127.0.0.1:8000/v1 (same as --model-args base_url=)")
+    p.add_argument("--lora", default=None, metavar="NAME=PATH,...",
+                   help="vllm: backend: evaluate each LoRA adapter in the one engine; one run record per adapter")
     p.set_defaults(func=run)
 
 
@@ -114,16 +118,28 @@ def run(args):
     model_args = parse_model_args(args.model_args)
     task_runs = load_tasks(config)  # data errors surface before the model loads
     cache = open_cache(args)
+    if getattr(args, "base_url", None):
+        model_args["base_url"] = args.base_url
+    if getattr(args, "lora", None):
+        if split_spec(args.model)[0] != "vllm":
+            raise ValueError("--lora needs the vllm: backend (one engine serves every adapter)")
+        model_args["lora"] = args.lora
     backend = make_backend(args.model, model_args)
+    outs = []
     try:
-        out = evaluate(backend, config, cache, None if args.no_output else args.output,
-                       model_spec=args.model, model_args=model_args, task_runs=task_runs)
+        # with --lora: one run (and run record) per adapter, each its own model, all in one engine
+        views = [(backend.for_adapter(n), {**model_args, "lora": f"{n}={backend.adapter_paths[n]}"})
+                 for n in backend.adapters] if getattr(args, "lora", None) else [(backend, model_args)]
+        for view, view_args in views:
+            outs.append(evaluate(view, config, cache, None if args.no_output else args.output,
+                                 model_spec=args.model, model_args=view_args, task_runs=task_runs))
     finally:
         backend.close()
         cache.close()
-    print(format_table(out["run"]))
-    if "path" in out["run"]:
-        print(f"\nrun record: {out['run']['path']}")
+    for out in outs:
+        print(format_table(out["run"]))
+        if "path" in out["run"]:
+            print(f"\nrun record: {out['run']['path']}")
     return 0
 
 

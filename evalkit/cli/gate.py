@@ -1,0 +1,188 @@
+"""``evalkit gate --config evalkit-gate.toml --candidate BACKEND:MODEL``: the pre-merge regression gate.
+
+Reads a small TOML config, evaluates the candidate with exactly the baseline's settings (tasks,
+limit, seed, few-shot, chat template, data, task options, generation settings), writes its run
+record, compares it with the baseline and exits 0 (no regression), 1 (regression) or 2 (error).
+
+The baseline is either a pinned run record (``baseline = "results/<run-id>"``: never rerun) or a
+model (``baseline_model = "hf:..."``) evaluated through the response cache first, so an unchanged
+baseline costs no model calls. Relative paths in the config are relative to the config file.
+See docs/regression-gate.md for the format.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from evalkit import registry
+from evalkit.backends import make_backend, parse_model_args, split_spec
+from evalkit.cache import NullCache, ResponseCache
+from evalkit.cli import EvalkitError
+from evalkit.cli.compare import add_compare_args, emit, options_from
+from evalkit.compare import compare_runs
+from evalkit.compare.report import FORMATS
+from evalkit.records import load_run
+from evalkit.runner import RunConfig, evaluate
+
+TOP_KEYS = {"baseline", "baseline_model", "baseline_model_args", "tasks", "limit", "seed", "num_fewshot",
+            "apply_chat_template", "system_prompt", "include_path", "data", "task_args", "gen_kwargs", "output",
+            "cache_dir", "candidate", "compare", "shard"}
+CANDIDATE_KEYS = {"model", "model_args", "gen_kwargs"}
+GEN_KEYS = {"max_tokens", "temperature", "top_p", "n", "seed"}  # as `evalkit run --gen-kwargs`
+
+
+def load_config(path: str) -> dict:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError:
+            raise EvalkitError("reading the gate config needs Python >= 3.11 or `pip install tomli`") from None
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"--config {path}: no such file")
+    try:
+        cfg = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise EvalkitError(f"{path}: invalid TOML: {e}") from None
+    unknown = set(cfg) - TOP_KEYS
+    if unknown:
+        raise EvalkitError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(TOP_KEYS))}")
+    unknown = set(cfg.get("candidate", {})) - CANDIDATE_KEYS
+    if unknown:
+        raise EvalkitError(f"{path}: unknown [candidate] key(s) {', '.join(sorted(unknown))}")
+    cfg["_dir"] = p.resolve().parent
+    return cfg
+
+
+def _path(cfg: dict, value) -> str:
+    p = Path(str(value)).expanduser()
+    return str(p if p.is_absolute() else cfg["_dir"] / p)
+
+
+def _kv(value) -> dict:
+    return dict(value) if isinstance(value, dict) else parse_model_args(value or "")
+
+
+def config_from_record(rec, cfg: dict) -> RunConfig:
+    """The baseline record's settings, so the candidate sees exactly the same docs and prompts."""
+    rc = rec.data.get("config", {})
+    tasks = list(cfg.get("tasks") or rc.get("tasks") or list(rec.tasks))
+    missing = [t for t in tasks if t not in rec.tasks]
+    if missing:
+        raise EvalkitError(f"the baseline record {rec.path} has no task {', '.join(missing)}")
+    if "limit" in cfg and cfg["limit"] != rc.get("limit"):
+        raise EvalkitError(f"config limit {cfg['limit']} differs from the baseline record's ({rc.get('limit')}); "
+                           f"the candidate must see the same docs: drop `limit` or re-pin the baseline")
+    data_over = {k: _path(cfg, v) for k, v in cfg.get("data", {}).items()}
+    data, task_opts = {}, {}
+    for t in tasks:
+        td = rec.tasks[t]
+        hub = registry.get_task_class(t).dataset.hub_path
+        src = td.get("data_source")
+        if t in data_over:
+            data[t] = data_over[t]
+        elif src and src != hub:
+            data[t] = src
+        opts = (td.get("config") or {}).get("options") or {}
+        if opts:
+            task_opts[t] = dict(opts)
+    gen = dict(rc.get("gen_overrides") or {})
+    hidden = [k for k, v in gen.items() if v == "<redacted>"]
+    if hidden:
+        raise EvalkitError(f"the baseline record {rec.path} has its {', '.join(hidden)} setting redacted (written by an "
+                           f"older evalkit); re-run the baseline, or pass the value with --gen-kwargs")
+    shard = rc.get("shard")
+    return RunConfig(tasks=tasks, limit=rc.get("limit"), seed=rc.get("seed", 1234), num_fewshot=rc.get("num_fewshot"),
+                     apply_chat_template=bool(rc.get("apply_chat_template")), system_prompt=rc.get("system_prompt"),
+                     data_paths=data, task_options=task_opts, gen_overrides=gen,
+                     shard=tuple(shard) if shard else None, tags=["gate"])
+
+
+def config_from_toml(cfg: dict) -> RunConfig:
+    """Settings for a ``baseline_model`` gate, where no record pins them."""
+    if not cfg.get("tasks"):
+        raise EvalkitError("with baseline_model the config must list `tasks`")
+    tasks = registry.expand(cfg["tasks"] if isinstance(cfg["tasks"], list) else [cfg["tasks"]])
+    shard = cfg.get("shard")
+    return RunConfig(tasks=tasks, limit=cfg.get("limit"), seed=int(cfg.get("seed", 1234)),
+                     num_fewshot=cfg.get("num_fewshot"), apply_chat_template=bool(cfg.get("apply_chat_template")),
+                     system_prompt=cfg.get("system_prompt"),
+                     data_paths={k: _path(cfg, v) for k, v in cfg.get("data", {}).items()},
+                     task_options={k: _kv(v) for k, v in cfg.get("task_args", {}).items()},
+                     gen_overrides=_kv(cfg.get("gen_kwargs")), shard=tuple(shard) if shard else None, tags=["gate"])
+
+
+def run_model(spec: str, model_args: dict, config: RunConfig, cache, output: str) -> str:
+    split_spec(spec)
+    backend = make_backend(spec, model_args)
+    try:
+        out = evaluate(backend, config, cache, output, model_spec=spec, model_args=model_args, progress=False)
+    finally:
+        backend.close()
+    run = out["run"]
+    eng = run.get("engine", {})
+    print(f"gate: evaluated {spec}: {eng.get('unique', 0)} requests, {eng.get('cached', 0)} from cache, "
+          f"{eng.get('computed', 0)} computed -> {run['path']}", file=sys.stderr)
+    return run["path"]
+
+
+def register(sub):
+    p = sub.add_parser("gate", help="pre-merge regression gate: run the candidate like the baseline, then compare",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", required=True, help="gate config (TOML), see docs/regression-gate.md")
+    p.add_argument("--candidate", default=None, metavar="BACKEND:MODEL", help="the model to gate (or [candidate] model)")
+    p.add_argument("--candidate-args", default=None, metavar="K=V,...", help="backend options for the candidate")
+    p.add_argument("--gen-kwargs", default="", metavar="K=V,...",
+                   help="candidate generation overrides on top of the baseline's (changes what is gated!)")
+    p.add_argument("--baseline", default=None, help="baseline run folder (overrides the config's)")
+    p.add_argument("--output", default=None, help="results folder for new run records (default: config or results)")
+    p.add_argument("--cache-dir", default=None, help="response cache folder")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
+    p.add_argument("--include-path", action="append", default=[], metavar="DIR", help="extra task files")
+    add_compare_args(p, defaults=False)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    cfg = load_config(args.config)
+    for inc in [_path(cfg, x) for x in cfg.get("include_path", [])] + list(args.include_path):
+        registry.include_path(inc)
+    section = dict(cfg.get("compare", {}))   # validated before any model is loaded
+    fmt = args.format or section.get("format", "text")
+    if fmt not in FORMATS:
+        raise EvalkitError(f"[compare] format {fmt!r}: allowed {', '.join(FORMATS)}")
+    report = args.report or (_path(cfg, section["report"]) if section.get("report") else None)
+    opts = options_from(args, section)
+    cand = cfg.get("candidate", {})
+    spec = args.candidate or cand.get("model")
+    if not spec:
+        raise EvalkitError("no candidate: pass --candidate BACKEND:MODEL or set [candidate] model")
+    output = args.output or (_path(cfg, cfg["output"]) if cfg.get("output") else "results")
+    cache_dir = args.cache_dir or (_path(cfg, cfg["cache_dir"]) if cfg.get("cache_dir") else None)
+    cache = NullCache() if args.no_cache else ResponseCache(Path(cache_dir) / "responses.sqlite" if cache_dir else None)
+    try:
+        baseline = args.baseline or (_path(cfg, cfg["baseline"]) if cfg.get("baseline") else None)
+        if baseline:
+            config = config_from_record(load_run(baseline), cfg)
+        elif cfg.get("baseline_model"):
+            config = config_from_toml(cfg)
+            baseline = run_model(cfg["baseline_model"], _kv(cfg.get("baseline_model_args")), config, cache, output)
+        else:
+            raise EvalkitError("the config needs `baseline` (a run folder) or `baseline_model`")
+        extra_gen = {**_kv(cand.get("gen_kwargs")), **parse_model_args(args.gen_kwargs)}
+        bad = set(extra_gen) - GEN_KEYS
+        if bad:
+            raise EvalkitError(f"candidate gen_kwargs: unknown {', '.join(sorted(bad))}; allowed: {', '.join(sorted(GEN_KEYS))}")
+        config.gen_overrides = {**config.gen_overrides, **extra_gen}
+        model_args = parse_model_args(args.candidate_args) if args.candidate_args is not None else _kv(cand.get("model_args"))
+        candidate = run_model(spec, model_args, config, cache, output)
+    finally:
+        cache.close()
+    if opts.tasks is None:
+        opts.tasks = list(config.tasks)
+    comparison = compare_runs(baseline, candidate, opts)
+    emit(comparison, fmt, report)
+    return comparison.exit_code

@@ -1,0 +1,55 @@
+"""``evalkit score``: score saved outputs of any generation task without the model.
+
+``evalkit score --task translation --predictions system.txt --references ref.de`` scores an
+external MT system; ``evalkit score --task xsum --predictions results/<run>/`` re-scores an old run
+with today's metrics. Writes a normal run record (see evalkit.scoring).
+"""
+from __future__ import annotations
+
+from evalkit import registry
+from evalkit.backends import parse_model_args
+from evalkit.cli.run import format_table
+from evalkit.scoring import ScoreConfig, rescore
+
+
+def register(sub):
+    p = sub.add_parser("score", help="score saved predictions (no model): external systems, old runs")
+    p.add_argument("--task", required=True, help="the task whose metrics to apply (see `evalkit tasks`)")
+    p.add_argument("--predictions", required=True, metavar="FILE|RUN",
+                   help="JSONL of {doc_id, prediction(s)}, a text file with one prediction per line in doc "
+                        "order, or a previous run (folder, run.json or samples_<task>.jsonl)")
+    p.add_argument("--references", action="append", default=[], metavar="FILE",
+                   help="one reference per line (repeat for several references per doc), for tasks whose "
+                        "data is just references: translation, summarization")
+    p.add_argument("--data", default=None, metavar="PATH", help="the task's data from a local file or folder")
+    p.add_argument("--task-args", default="", metavar="K=V,...", help="task options, e.g. mt_metrics=bleu+chrf")
+    p.add_argument("--metric", action="append", default=[], metavar="evaluate:NAME[:K=V,...]",
+                   help="extra Hugging Face evaluate metric (repeatable)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N predictions that match docs")
+    p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: the run's, else 1234)")
+    p.add_argument("--name", default=None, help="system name in the run record (default: file name or the run's)")
+    p.add_argument("--tag", action="append", default=[], help="tag the run record")
+    p.add_argument("--include-path", action="append", default=[], metavar="DIR", help="extra task files")
+    p.add_argument("--output", default="results", help="results folder (a run record is written there)")
+    p.add_argument("--no-output", action="store_true", help="do not write a run record")
+    p.set_defaults(func=run)
+
+
+def run(args):
+    for path in args.include_path:
+        registry.include_path(path)
+    registry.get_task_class(args.task)
+    if args.limit is not None and args.limit < 1:
+        raise ValueError("--limit must be >= 1")
+    options = {args.task: parse_model_args(args.task_args)}
+    if args.metric:
+        from evalkit.metrics import hf_evaluate
+        hf_evaluate.attach([args.task], options, args.metric)
+    cfg = ScoreConfig(task=args.task, predictions=args.predictions, references=args.references,
+                      data_path=args.data, task_options=options[args.task], seed=args.seed, limit=args.limit,
+                      name=args.name, tags=args.tag)
+    out = rescore(cfg, None if args.no_output else args.output)
+    print(format_table(out["run"]))
+    if "path" in out["run"]:
+        print(f"\nrun record: {out['run']['path']}")
+    return 0

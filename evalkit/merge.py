@@ -1,0 +1,83 @@
+"""Joining shard run records (``evalkit run --shard i/N``) into the record of the unsharded run.
+
+Samples are put back in their unsharded order (``doc_index``) and every metric is recomputed from
+them with the same code and seed, so the merged record equals a single-engine run's record in all
+but run id, timings and engine counters (which are summed).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+
+from evalkit import registry
+from evalkit.records import SCHEMA_VERSION, load_run, write_run
+from evalkit.runner import RunConfig, run_id_for, task_result
+from evalkit.task import Sample
+
+
+def config_from_record(cfg: dict) -> RunConfig:
+    return RunConfig(tasks=list(cfg["tasks"]), limit=cfg.get("limit"), seed=cfg.get("seed", 1234),
+                     num_fewshot=cfg.get("num_fewshot"), apply_chat_template=cfg.get("apply_chat_template", False),
+                     system_prompt=cfg.get("system_prompt"), data_paths=cfg.get("data_paths") or {},
+                     task_options=cfg.get("task_options") or {}, gen_overrides=cfg.get("gen_overrides") or {},
+                     tags=cfg.get("tags") or [], shard=tuple(cfg["shard"]) if cfg.get("shard") else None)
+
+
+def _comparable(cfg: dict) -> dict:
+    return {k: v for k, v in cfg.items() if k != "shard"}
+
+
+def merge_runs(paths: list, output_dir) -> Path:
+    recs = [load_run(p) for p in paths]
+    if not recs:
+        raise ValueError("merge needs at least one shard record")
+    first = recs[0].data
+    shards = []
+    for r in recs:
+        d = r.data
+        if d["model"].get("identity_hash") != first["model"].get("identity_hash"):
+            raise ValueError(f"{r.path}: a different model than {recs[0].path}; shards must share one model")
+        if _comparable(d["config"]) != _comparable(first["config"]):
+            raise ValueError(f"{r.path}: run config differs from {recs[0].path} (tasks, limit, seed, prompts...)")
+        if not d["config"].get("shard"):
+            raise ValueError(f"{r.path}: not a shard record (run with --shard I/N)")
+        shards.append(tuple(d["config"]["shard"]))
+    count = shards[0][1]
+    if any(n != count for _, n in shards) or sorted(i for i, _ in shards) != list(range(count)):
+        raise ValueError(f"shards {sorted(shards)} do not cover 0..{count - 1} exactly once")
+
+    config = config_from_record(first["config"])
+    config.shard = None
+    tasks_out, samples_out = {}, {}
+    for name in config.tasks:
+        rows = [row for r in recs for row in r.samples(name)]
+        if any("doc_index" not in row for row in rows):
+            raise ValueError(f"task {name}: shard samples lack doc_index (written by an older evalkit)")
+        rows.sort(key=lambda row: row["doc_index"])
+        task = registry.get_task_class(name)(data_path=config.data_paths.get(name),
+                                             **config.task_options.get(name, {}))
+        entry, new_rows = task_result(task, [Sample.from_dict(row) for row in rows], config)
+        for new, old in zip(new_rows, rows):
+            new["doc_index"] = old["doc_index"]
+        tasks_out[name], samples_out[name] = entry, new_rows
+
+    engine, timings = {}, {}
+    for r in recs:
+        for k, v in r.data.get("engine", {}).items():
+            engine[k] = engine.get(k, 0) + v
+        for k, v in r.data.get("timings", {}).items():
+            timings[k] = round(max(timings.get(k, 0), v), 3)  # shards run side by side: wall = slowest
+    run = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id_for(first["model"]["name"]),
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "model": first["model"],
+        "config": {**first["config"], "shard": None},
+        "tasks": tasks_out,
+        "versions": first.get("versions"),
+        "git_sha": first.get("git_sha"),
+        "engine": engine,
+        "timings": timings,
+        "merged_from": [r.run_id for r in recs],
+    }
+    return write_run(output_dir, run, samples_out)

@@ -1,0 +1,265 @@
+"""Scoring saved outputs without the model (``evalkit score``).
+
+Users compare an external system this way, and a metric fix reaches old runs without rerunning the
+model. Predictions come as:
+
+- JSONL, one object per line: a doc id (``doc_id`` or ``id``) and ``prediction`` (a string) or
+  ``predictions`` (a list: several outputs per doc, e.g. for pass@k);
+- a previous run: its folder, its run.json or its ``samples_<task>.jsonl``. The saved responses
+  are scored again; the model block, seed and prompt settings (few-shot, chat template, system
+  prompt), the task options and a local data path carry over unless given again;
+- anything else: plain text, one prediction per line, in doc order (how MT systems ship outputs).
+
+Each doc's predictions become responses through the task's ``responses_from_predictions``; the
+task's own ``score_all`` / ``aggregate`` / ``run_extra`` then run exactly as after a model run and
+``records.write_run`` writes a normal run record (backend ``predictions``). Tasks whose data is
+just references (the generic ``translation`` and ``summarization``) take ``references`` files, one
+reference per line, one file per reference set, through their ``docs_from_references``.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+from evalkit import registry
+from evalkit.data import DataError
+from evalkit.records import (
+    SCHEMA_VERSION,
+    RunRecord,
+    load_run,
+    samples_filename,
+    write_run,
+)
+from evalkit.runner import (
+    RunConfig,
+    config_record,
+    git_sha,
+    package_versions,
+    run_id_for,
+    task_result,
+)
+from evalkit.task import RunContext
+
+ID_KEYS = ("doc_id", "id")
+
+
+@dataclass
+class Predictions:
+    """Saved outputs: keyed by doc id, or in doc order (plain text)."""
+
+    path: str
+    kind: str                                   # "jsonl", "samples" or "text"
+    by_id: Optional[dict] = None                # doc id -> list of prediction strings
+    in_order: Optional[list] = None             # list of lists, aligned with the task's docs
+    run: Optional[RunRecord] = None             # the run the samples came from, if any
+    doc_hashes: dict = field(default_factory=dict)
+    sha256: str = ""
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_lines(path: Path) -> list[str]:
+    """One item per line, line endings removed; a final newline adds no empty item."""
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def _as_texts(value, where: str) -> list[str]:
+    """A prediction value: a string, a list of strings, or saved responses ([text, finish] pairs)."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise DataError(f"{where}: prediction should be a string or a list of strings, got {type(value).__name__}")
+    out = []
+    for x in items:
+        if isinstance(x, list) and x and isinstance(x[0], str):  # [text, finish_reason]
+            x = x[0]
+        if not isinstance(x, str):
+            raise DataError(f"{where}: predictions must be strings; got {type(x).__name__} "
+                            "(samples of a loglikelihood task cannot be re-scored as generations)")
+        out.append(x)
+    return out
+
+
+def _read_jsonl(path: Path) -> Predictions:
+    by_id, hashes, kind = {}, {}, "jsonl"
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{where}: invalid JSON ({e.msg})") from None
+            if not isinstance(obj, dict):
+                raise DataError(f"{where}: expected a JSON object with a doc id and a prediction")
+            key = next((k for k in ID_KEYS if k in obj), None)
+            if key is None:
+                raise DataError(f"{where}: no doc id (field 'doc_id' or 'id')")
+            if "doc_hash" in obj and "responses" in obj:
+                kind, value = "samples", obj["responses"]
+                hashes[str(obj[key])] = obj["doc_hash"]
+            elif "prediction" in obj or "predictions" in obj:
+                value = obj.get("predictions", obj.get("prediction"))
+            else:
+                raise DataError(f"{where}: no 'prediction' (or 'predictions') field")
+            doc_id = str(obj[key])
+            if doc_id in by_id:
+                raise DataError(f"{where}: doc id {doc_id!r} appears twice")
+            by_id[doc_id] = _as_texts(value, where)
+    return Predictions(str(path), kind, by_id=by_id, doc_hashes=hashes)
+
+
+def read_predictions(path, task: str) -> Predictions:
+    """Read saved outputs for ``task`` from a predictions file or a previous run (see module doc)."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such predictions file or run folder")
+    run = None
+    if p.is_dir() or p.name == "run.json":
+        run = load_run(p)
+        if task not in run.tasks:
+            raise ValueError(f"{run.path}: run has no task {task!r} (has {', '.join(run.tasks) or 'none'})")
+        p = run.path / run.tasks[task].get("samples_file", samples_filename(task))
+    elif p.name.startswith("samples_") and (p.parent / "run.json").is_file():
+        run = load_run(p.parent)
+    if p.suffix.lower() in (".jsonl", ".ndjson"):
+        preds = _read_jsonl(p)
+    else:
+        preds = Predictions(str(p), "text", in_order=[[line] for line in read_lines(p)])
+    preds.run, preds.sha256 = run, _sha256(p)
+    return preds
+
+
+def read_reference_files(paths: Sequence) -> list[list[str]]:
+    """Several files of one reference per line -> per doc, its list of references."""
+    columns = [read_lines(Path(p)) for p in paths]
+    lengths = {len(c) for c in columns}
+    if len(lengths) != 1:
+        raise DataError("reference files differ in length: " + ", ".join(f"{p}: {len(c)} lines"
+                                                                         for p, c in zip(paths, columns)))
+    return [list(refs) for refs in zip(*columns)]
+
+
+def align(docs: list, preds: Predictions) -> list[tuple]:
+    """(doc, predictions) pairs. Id-keyed predictions may cover a subset of the docs (e.g. a run with
+    --limit) but must all name a doc; line-ordered ones must match the docs one to one."""
+    if preds.in_order is not None:
+        if len(preds.in_order) != len(docs):
+            raise DataError(f"{preds.path}: {len(preds.in_order)} predictions (lines) but the task has "
+                            f"{len(docs)} docs; a plain text file must hold one prediction per doc, in order")
+        return list(zip(docs, preds.in_order))
+    known = {d.id for d in docs}
+    unknown = [i for i in preds.by_id if i not in known]
+    if unknown:
+        raise DataError(f"{preds.path}: {len(unknown)} prediction(s) name no doc of the task, e.g. "
+                        f"{', '.join(repr(u) for u in unknown[:5])}")
+    return [(d, preds.by_id[d.id]) for d in docs if d.id in preds.by_id]
+
+
+@dataclass
+class ScoreConfig:
+    task: str
+    predictions: str
+    references: list = field(default_factory=list)
+    data_path: Optional[str] = None
+    task_options: dict = field(default_factory=dict)
+    seed: Optional[int] = None
+    limit: Optional[int] = None
+    name: Optional[str] = None
+    tags: list = field(default_factory=list)
+
+
+REFS_PREFIX = "references:"
+
+
+def _carry_over(cfg: ScoreConfig, preds: Predictions) -> tuple[dict, dict, Optional[str], list, dict]:
+    """Settings of the run the predictions came from:
+    (run config, task options, local data path, reference files, model block)."""
+    if preds.run is None:
+        return {}, {}, None, [], {}
+    old = preds.run.data
+    entry = preds.run.tasks.get(cfg.task, {})
+    options = dict((entry.get("config") or {}).get("options") or {})
+    src = entry.get("data_source") or ""
+    refs = json.loads(src[len(REFS_PREFIX):]) if src.startswith(REFS_PREFIX) else []
+    data = src if src and not refs and Path(src).exists() else None
+    return old.get("config", {}), options, data, refs, old.get("model", {})
+
+
+def rescore(cfg: ScoreConfig, output_dir: Optional[str] = "results") -> dict:
+    """Score saved predictions for one task; returns {"run": record, "samples": {task: rows}}."""
+    t0 = time.time()
+    registry.get_task_class(cfg.task)
+    preds = read_predictions(cfg.predictions, cfg.task)
+    old_cfg, old_opts, old_data, old_refs, old_model = _carry_over(cfg, preds)
+    options = {**old_opts, **cfg.task_options}
+    given = cfg.data_path or cfg.references
+    references = ([str(Path(r).resolve()) for r in cfg.references] if cfg.references
+                  else [] if given else old_refs)
+    data_path = str(Path(cfg.data_path).resolve()) if cfg.data_path else (None if given else old_data)
+    task = registry.get_task_class(cfg.task)(data_path=data_path, **options)
+    if references:
+        if not hasattr(task, "docs_from_references"):
+            raise ValueError(f"task {cfg.task} reads its references from its data; --references serves tasks "
+                             "whose data is just references (translation, summarization)")
+        docs = task.docs_from_references(read_reference_files(references))
+    elif data_path is None and not task.dataset.hub_path:
+        raise ValueError(f"task {cfg.task} has no hub dataset: pass its data with --data PATH, or the "
+                         "references with --references FILE")
+    else:
+        docs = task.eval_docs()
+    pairs = align(docs, preds)
+    if cfg.limit is not None:
+        pairs = pairs[:cfg.limit]
+    if not pairs:
+        raise DataError(f"{preds.path}: no prediction matches a doc of task {cfg.task}")
+    seed = cfg.seed if cfg.seed is not None else old_cfg.get("seed", 1234)
+    config = RunConfig(tasks=[cfg.task], limit=cfg.limit, seed=seed, num_fewshot=old_cfg.get("num_fewshot"),
+                       apply_chat_template=bool(old_cfg.get("apply_chat_template")),
+                       system_prompt=old_cfg.get("system_prompt"), gen_overrides=old_cfg.get("gen_overrides") or {},
+                       data_paths={cfg.task: data_path or (REFS_PREFIX + json.dumps(references) if references
+                                                          else None)},
+                       task_options={cfg.task: options}, tags=list(cfg.tags))
+    ctx = RunContext(seed=seed, num_fewshot=config.num_fewshot, apply_chat_template=config.apply_chat_template,
+                     system_prompt=config.system_prompt, gen_overrides=config.gen_overrides)
+    responses = [task.responses_from_predictions(doc, p) for doc, p in pairs]
+    samples = task.score_all([d for d, _ in pairs], responses, ctx)
+    entry, rows = task_result(task, samples, config)
+    changed = sorted(d.id for d, _ in pairs if d.id in preds.doc_hashes and preds.doc_hashes[d.id] != d.hash())
+    entry["rescored"] = {"predictions": preds.path, "format": preds.kind, "sha256": preds.sha256,
+                         "n_predictions": len(preds.by_id or preds.in_order or []), "n_scored": len(pairs),
+                         "docs_changed_since_run": changed[:20], "n_docs_changed_since_run": len(changed)}
+    name = cfg.name or old_model.get("name") or Path(preds.path).stem
+    model = dict(old_model) if old_model else {
+        "spec": f"predictions:{preds.path}", "name": name, "backend": "predictions", "args": {},
+        "identity": {"predictions": preds.path, "sha256": preds.sha256}, "identity_hash": preds.sha256[:32]}
+    model["name"] = name
+    if preds.run is not None:
+        model["rescored_from"] = preds.run.run_id
+    run = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id_for(name),
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "model": model,
+        "config": {**config_record(config), "rescored": True},
+        "tasks": {cfg.task: entry},
+        "versions": package_versions(),
+        "git_sha": git_sha(),
+        "engine": {},
+        "timings": {"score_s": round(time.time() - t0, 3), "total_s": round(time.time() - t0, 3)},
+    }
+    if output_dir:
+        run["path"] = str(write_run(output_dir, run, {cfg.task: rows}))
+    return {"run": run, "samples": {cfg.task: rows}}

