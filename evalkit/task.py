@@ -41,7 +41,9 @@ class Doc:
     meta: dict = field(default_factory=dict)
 
     def hash(self) -> str:
-        return content_hash(asdict(self))
+        if "_hash" not in self.__dict__:
+            self.__dict__["_hash"] = content_hash({f: getattr(self, f) for f in self.__dataclass_fields__})
+        return self.__dict__["_hash"]
 
 
 @dataclass
@@ -58,7 +60,7 @@ class Sample:
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        d = {f: getattr(self, f) for f in self.__dataclass_fields__}  # shallow: rows are written, not mutated
         d["prompt_hash"] = content_hash(self.prompt)
         return d
 
@@ -104,11 +106,13 @@ class Task:
     def record_to_doc(self, record: dict, index: int) -> Doc:
         raise NotImplementedError
 
-    def load_docs(self, split: str) -> list[Doc]:
+    def load_docs(self, split: str, max_docs: Optional[int] = None) -> list[Doc]:
         from evalkit.data import DataError, FieldError
 
         docs = []
-        for i, rec in enumerate(self.dataset.load(split, self.data_path)):
+        for i, rec in enumerate(self.dataset.iter_records(split, self.data_path)):
+            if max_docs is not None and len(docs) >= max_docs:
+                break
             try:
                 doc = self.record_to_doc(rec.data, i)
             except FieldError as e:
@@ -136,22 +140,38 @@ class Task:
         return str(doc.target)
 
     def fewshot_pool(self) -> list[Doc]:
-        if not hasattr(self, "_fewshot_pool"):
+        if "_fewshot_pool" not in self.__dict__:
             self._fewshot_pool = self.load_docs(self.fewshot_split) if self.fewshot_split else []
         return self._fewshot_pool
 
     def fewshot_examples(self, doc: Doc, k: int, ctx: RunContext) -> list[Doc]:
         if k <= 0:
             return []
-        pool = [d for d in self.fewshot_pool() if not (self.fewshot_split == self.eval_split and d.id == doc.id)]
-        if len(pool) < k:
-            raise ValueError(f"task {self.name}: {k}-shot asked but the few-shot split has {len(pool)} examples")
+        pool = self.fewshot_pool()
+        same_split = self.fewshot_split == self.eval_split
         if self.fewshot_sampler == "first_n":
-            return pool[:k]
-        rng = random.Random(derive_seed(ctx.seed, self.name, "fewshot", doc.id))
-        return rng.sample(pool, k)
+            picked = []
+            for d in pool:
+                if not (same_split and d.id == doc.id):
+                    picked.append(d)
+                    if len(picked) == k:
+                        break
+        else:
+            rng = random.Random(derive_seed(ctx.seed, self.name, "fewshot", doc.id))
+            idx = rng.sample(range(len(pool)), min(len(pool), k + 1))
+            picked = [pool[i] for i in idx if not (same_split and pool[i].id == doc.id)][:k]
+        if len(picked) < k:
+            raise ValueError(f"task {self.name}: {k}-shot asked but the few-shot split has {len(picked)} examples")
+        return picked
 
     def prompt_text(self, doc: Doc, ctx: RunContext) -> str:
+        key = (doc.id, ctx.seed, ctx.num_fewshot)
+        cache = self.__dict__.setdefault("_prompt_cache", {})
+        if key not in cache:
+            cache[key] = self.build_prompt_text(doc, ctx)
+        return cache[key]
+
+    def build_prompt_text(self, doc: Doc, ctx: RunContext) -> str:
         k = self.num_fewshot if ctx.num_fewshot is None else ctx.num_fewshot
         shots = self.fewshot_examples(doc, k, ctx)
         parts = [self.doc_to_text(ex) + self.target_delimiter + self.doc_to_target(ex) for ex in shots]
@@ -241,7 +261,7 @@ class GenerationTask(Task):
     gen_params: ClassVar[GenParams] = GenParams()
 
     def params(self, doc: Doc, ctx: RunContext) -> GenParams:
-        p = asdict(self.gen_params)
+        p = dict(self.gen_params.__dict__)
         p.update({k: v for k, v in ctx.gen_overrides.items() if k in p})
         if p["temperature"] and p.get("seed") is None:
             p["seed"] = derive_seed(ctx.seed, self.name, "sample", doc.id) % (2 ** 31)

@@ -125,27 +125,35 @@ class Scheduler:
         if left <= 0 or not open_pairs:
             return []
         k = min(left, self.round_size)
-        ranked = self._ranked(open_pairs, battles)
-        chosen = [ranked[i % len(ranked)] for i in range(k)]
         out = []
-        for p in chosen:
-            if self.used[p] < len(self.docs):
-                out.append((p[0], p[1], self.order[p][self.used[p]]))
-                self.used[p] += 1
+        for p in self._pick(open_pairs, battles, k):
+            out.append((p[0], p[1], self.order[p][self.used[p]]))
+            self.used[p] += 1
         self.spent += len(out)
         return out
 
-    def _ranked(self, open_pairs, battles) -> list:
+    def _pick(self, open_pairs, battles, k: int) -> list:
+        """k matches, one at a time, each to the pair with the most information left, counting
+        the matches already given out this round (so one uncertain pair can get several)."""
         prior = [Battle(None, a, b, "tie") for a, b in self.pairs]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             r = compute_bt(list(battles) + prior)
         tiebreak = {p: float(x) for p, x in zip(open_pairs, self.rng.random(len(open_pairs)))}
+        extra = Counter()
+        chosen = []
+        for _ in range(k):
+            live = [p for p in open_pairs if self.used[p] + extra[p] < len(self.docs)]
+            if not live:
+                break
 
-        def info(p):
-            prob = 1.0 / (1.0 + 10 ** ((r[p[1]] - r[p[0]]) / 400))
-            return prob * (1 - prob) / (1 + self.used[p])
-        return sorted(open_pairs, key=lambda p: (-info(p), tiebreak[p]))
+            def info(p):
+                prob = 1.0 / (1.0 + 10 ** ((r[p[1]] - r[p[0]]) / 400))
+                return prob * (1 - prob) / (1 + self.used[p] + extra[p])
+            best = min(live, key=lambda p: (-info(p), tiebreak[p]))
+            extra[best] += 1
+            chosen.append(best)
+        return chosen
 
 
 # ---- ratings -----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ seeded sampling (a greedy retry would repeat itself). What still fails is a *par
 counted as one. Then, where the backend can score text (``loglikelihood`` over the chat-rendered
 prompt: hf, vllm, and openai servers with a tokenizer), the verdict is *constrained*: the judge's
 own text is continued with ``Final verdict: [[`` (``Rating: [[``) and the allowed verdict
-(``A]]``/``B]]``/``C]]``, ``1]]``..``10]]``) with the highest log-probability is taken. That is
+(``A``/``B``/``C``, ``1``..``10``) with the highest log-probability is taken. That is
 guided decoding restricted to the verdict slot, works on every such backend, and is recorded as
 ``source="constrained"`` so the parse-failure figures stay what they are.
 """
@@ -30,10 +30,8 @@ from .templates import JudgeTemplate
 
 log = logging.getLogger(__name__)
 
-CONSTRAINED = {
-    "[[rating]]": ("\n\nRating: [[", [(f"{n}]]", float(n)) for n in range(1, 11)]),
-    "[[A]]": ("\n\nFinal verdict: [[", [("A]]", "A"), ("B]]", "B"), ("C]]", "C")]),
-}
+# the text that opens the verdict slot after the judge's own words
+CONSTRAIN_PREFIX = {"[[rating]]": "\n\nRating: [[", "[[A]]": "\n\nFinal verdict: [["}
 SOURCES = ("parsed", "retry", "constrained", "failed")
 
 
@@ -151,22 +149,30 @@ class Judge:
         return out
 
     def _constrain(self, judgments: list, messages: list, formats: list) -> None:
+        """Score the allowed verdicts after the judge's text. Verdicts are one token each (one
+        forward pass over the context); ratings read 1-9 from the next-token distribution and split
+        "1" from "10" with a second position (``1]]`` vs ``10``), so each costs two positions, not ten
+        sequences. Backends that tokenize differently still score the same strings, only slower."""
         try:
-            reqs = []
+            plans = []
             for j, msgs, fmt in zip(judgments, messages, formats):
-                prefix, choices = CONSTRAINED[fmt]
                 ctx = self.backend.apply_chat_template([{"role": r, "content": c} for r, c in msgs])
-                ctx += j.outputs[0].rstrip() + prefix
-                reqs.append([LoglikelihoodRequest(ctx, text) for text, _ in choices])
-            answers = self.engine.run([r for rs in reqs for r in rs])
+                ctx += j.outputs[0].rstrip() + CONSTRAIN_PREFIX[fmt]
+                if fmt == "[[A]]":
+                    reqs = {v: [LoglikelihoodRequest(ctx, v)] for v in ("A", "B", "C")}
+                else:
+                    reqs = {float(d): [LoglikelihoodRequest(ctx, str(d))] for d in range(2, 10)}
+                    one = LoglikelihoodRequest(ctx, "1")
+                    reqs[1.0] = [one, LoglikelihoodRequest(ctx + "1", "]]")]
+                    reqs[10.0] = [one, LoglikelihoodRequest(ctx + "1", "0")]
+                plans.append(reqs)
+            answers = self.engine.run([r for reqs in plans for rs in reqs.values() for r in rs])
         except Exception as e:  # e.g. an API that cannot score prompts
             self.constrain_error = f"{type(e).__name__}: {e}"
             log.warning("judge %s: constraining the verdict failed (%s); %d judgments stay unresolved",
                         self.name, self.constrain_error, len(judgments))
             return
-        for j, rs, fmt in zip(judgments, reqs, formats):
-            choices = CONSTRAINED[fmt][1]
-            lps = [answers[r.key()].logprob for r in rs]
-            best = max(range(len(lps)), key=lambda k: lps[k])
-            j.value, j.source = choices[best][1], "constrained"
-            j.constrained = {str(v): round(lp, 4) for (_, v), lp in zip(choices, lps)}
+        for j, reqs in zip(judgments, plans):
+            lps = {v: sum(answers[r.key()].logprob for r in rs) for v, rs in reqs.items()}
+            j.value, j.source = max(lps, key=lambda v: lps[v]), "constrained"
+            j.constrained = {str(v): round(lp, 4) for v, lp in sorted(lps.items())}

@@ -30,7 +30,7 @@ class HFBackend(Backend):
                  trust_remote_code: bool = False, threads: Optional[int] = None, add_bos_token: bool = False,
                  token_budget: Optional[int] = None, chunk_size: Optional[int] = None):
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoConfig, AutoTokenizer
 
         threads = threads or os.environ.get("EVALKIT_TORCH_THREADS")
         if threads:
@@ -50,9 +50,11 @@ class HFBackend(Backend):
         load_from = snapshot or self.source
         self.tokenizer = AutoTokenizer.from_pretrained(load_from, revision=None if snapshot else revision,
                                                        trust_remote_code=trust_remote_code)
-        self.model = AutoModelForCausalLM.from_pretrained(load_from, revision=None if snapshot else revision,
-                                                          dtype=torch_dtype, trust_remote_code=trust_remote_code)
-        self.model.to(self.device).eval()
+        self.config = AutoConfig.from_pretrained(load_from, revision=None if snapshot else revision,
+                                                 trust_remote_code=trust_remote_code)
+        # weights load on first use: a run answered entirely from the cache never loads them
+        self._load_args = (load_from, None if snapshot else revision, torch_dtype, trust_remote_code)
+        self._model = None
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.add_bos_token = bool(add_bos_token)
@@ -69,6 +71,15 @@ class HFBackend(Backend):
             "content": models.directory_identity(load_from, hash_weights=local) if snapshot else None,
         }
 
+    @property
+    def model(self):
+        if self._model is None:
+            from transformers import AutoModelForCausalLM
+            path, revision, dtype, trust = self._load_args
+            model = AutoModelForCausalLM.from_pretrained(path, revision=revision, dtype=dtype, trust_remote_code=trust)
+            self._model = model.to(self.device).eval()
+        return self._model
+
     # ---- identity and tokenization -------------------------------------------------------------
     def identity(self) -> dict:
         return self._identity
@@ -82,8 +93,8 @@ class HFBackend(Backend):
         if self._max_length:
             return self._max_length
         for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
-            if hasattr(self.model.config, attr):
-                return int(getattr(self.model.config, attr))
+            if hasattr(self.config, attr):
+                return int(getattr(self.config, attr))
         tml = getattr(self.tokenizer, "model_max_length", None)
         if tml and tml != _HUGE_MAX_LEN:
             return int(tml)

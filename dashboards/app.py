@@ -1,0 +1,95 @@
+"""Streamlit entry point of the evalkit leaderboard.
+
+Started by ``evalkit leaderboard --results DIR`` (loopback only, usage stats off), or directly:
+``streamlit run app.py -- --results DIR [--battles FILE ...]``. The results folder and battle files
+come from those script arguments or the ``EVALKIT_DASHBOARD_RESULTS`` / ``EVALKIT_DASHBOARD_BATTLES``
+(``os.pathsep``-separated) environment variables. One ``ResultsStore`` is shared by every session and
+refreshed on each rerun (a directory listing; only changed records are re-read).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import streamlit as st
+
+from evalkit.dashboards import tables
+from evalkit.dashboards.data import ResultsStore
+
+RESULTS_ENV = "EVALKIT_DASHBOARD_RESULTS"
+BATTLES_ENV = "EVALKIT_DASHBOARD_BATTLES"
+VIEWS = ("Leaderboard", "Task", "Compare", "Arena")
+
+
+def settings(argv=None) -> tuple[str, tuple]:
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--results", default=None)
+    p.add_argument("--battles", action="append", default=[])
+    args, _ = p.parse_known_args(sys.argv[1:] if argv is None else argv)
+    results = args.results or os.environ.get(RESULTS_ENV) or "results"
+    battles = args.battles or [b for b in os.environ.get(BATTLES_ENV, "").split(os.pathsep) if b]
+    return os.path.abspath(results), tuple(os.path.abspath(b) for b in battles)
+
+
+@st.cache_resource(show_spinner=False)
+def get_store(results: str, battles: tuple) -> ResultsStore:
+    return ResultsStore(results, battles)
+
+
+def sidebar_filters(cells) -> tables.Filters:
+    """Task family, backend, tag and date filters (apply to the leaderboard and task views)."""
+    sb = st.sidebar
+    sb.subheader("Filters")
+    fams = sb.multiselect("Task family", sorted(cells["family"].dropna().unique()), key="f_family",
+                          help="empty = all")
+    backends = sb.multiselect("Backend", sorted(cells["backend"].dropna().unique()), key="f_backend",
+                              help="empty = all")
+    all_tags = sorted({t for ts in cells["tags"] for t in (ts or ())})
+    tags = sb.multiselect("Tag", all_tags, key="f_tag", help="runs with any of these tags; empty = all")
+    dates = cells["created_at"].dropna()
+    since = until = None
+    if len(dates):
+        lo, hi = dates.min().date(), dates.max().date()
+        picked = sb.date_input("Run date", value=(lo, hi), min_value=lo, max_value=hi, key="f_date")
+        if isinstance(picked, (tuple, list)) and len(picked) == 2:
+            since, until = picked
+    latest = sb.checkbox("Newest run per cell only", value=True, key="f_latest",
+                         help="several runs can fill one model x column cell; off = every run (task view)")
+    return tables.Filters(fams or None, backends or None, tags or None, since, until, latest)
+
+
+def main() -> None:
+    st.set_page_config(page_title="evalkit leaderboard", layout="wide")
+    results, battles = settings()
+    store = get_store(results, battles)
+    store.refresh()
+    st.sidebar.title("evalkit")
+    view = st.sidebar.radio("View", VIEWS, key="view")
+    st.sidebar.caption(f"results: `{results}`" + (f" · battles: {len(battles)} file(s)" if battles else ""))
+    for where, err in sorted(store.errors.items()):
+        st.sidebar.warning(f"skipped {where}: {err}")
+    cells = store.cells()
+    if view == "Arena":
+        from evalkit.dashboards import view_arena
+        view_arena.render(store)
+        return
+    if not len(cells):
+        st.title("evalkit leaderboard")
+        st.info(f"No run records in {results}. Run `evalkit run ... --output {results}` (or `evalkit score`, "
+                f"`evalkit arena rate`) and reload.")
+        return
+    if view == "Compare":
+        from evalkit.dashboards import view_compare
+        view_compare.render(store)
+        return
+    filters = sidebar_filters(cells)
+    if view == "Leaderboard":
+        from evalkit.dashboards import view_leaderboard
+        view_leaderboard.render(store, filters)
+    else:
+        from evalkit.dashboards import view_task
+        view_task.render(store, filters)
+
+
+main()

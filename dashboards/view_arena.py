@@ -1,0 +1,31 @@
+"""Arena page: ratings with 95% CI whiskers, win-rate and battle-count heatmaps, judge figures."""
+from __future__ import annotations
+
+import streamlit as st
+
+from evalkit.dashboards import charts, pairs
+
+
+def render(store) -> None:
+    st.title("Arena")
+    boards = pairs.arena_boards(store)
+    if not boards:
+        st.info("No arena records. Rate battles with `evalkit arena rate battles.jsonl --output RESULTS`, "
+                "judge some with `evalkit arena run`, or start the leaderboard with `--battles FILE`.")
+        return
+    titles = {b.run_id: b.title for b in boards}
+    run_id = st.selectbox("Arena", list(titles), format_func=titles.get, key="arena_run")
+    b = next(x for x in boards if x.run_id == run_id)
+    st.altair_chart(charts.ci_dots(b.ratings.assign(n=b.ratings["n_battles"]), "model", "rating",
+                                   title=f"{b.method.upper()} rating (95% bootstrap CI)"), key="arena_chart")
+    st.dataframe(b.ratings, hide_index=True, key="arena_table")
+    st.caption("rank = 1 + the number of models whose CI lower bound is above this model's upper bound "
+               "(LMArena's rule), so models with overlapping intervals can share a place.")
+    left, right = st.columns(2)
+    left.altair_chart(charts.heatmap(b.win_rate, "Win rate of row over column (decisive battles)"),
+                      key="arena_winrate")
+    right.altair_chart(charts.heatmap(b.battle_count, "Battles per pair", ".0f", "blues"), key="arena_counts")
+    if b.judge:
+        st.subheader("Judge reliability")
+        st.dataframe(b.judge and {k: [v] for k, v in b.judge.items() if not isinstance(v, dict)},
+                     key="arena_judge")

@@ -1,0 +1,96 @@
+"""Real run records for the dashboard tests, written once per test session by evalkit itself.
+
+Fast set (no model, ~20-30 s): ``evalkit score`` on real outputs and real data:
+- gsm8k (first 50 test questions) scored on the GSM8K paper's published GPT-3 solutions
+  (``example_model_solutions.jsonl``: 6B and 175B finetuned, 175B with verifier); the 6B solutions
+  also on the first 20 questions only (same task, other prompts -> its own column);
+- WMT17 en-de (first 200 segments) for two submitted systems, tagged ``wmt``;
+- MATH-500 (first 30) with a reference-answer system that answers 2 of 3 (subject/level breakdowns);
+- ``evalkit arena rate`` on the arena-hard judge battles (20 bootstrap rounds).
+
+Model set (slow): ``evalkit run`` of the bundled SmolLM2-135M on 4 GSM8K questions (0-shot) with greedy
+``max_tokens=16`` and ``max_tokens=4`` (two rows of one model, one column), in a subprocess.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+GPT3 = {"6b_finetuning": "gpt3-6b-finetuned", "175b_finetuning": "gpt3-175b-finetuned",
+        "175b_verification": "gpt3-175b-verifier"}
+WMT = ("newstest2017.uedin-nmt.4722.en-de", "newstest2017.online-A.0.en-de")
+_STATE: dict = {}
+
+
+def need(*parts) -> Path:
+    import pytest
+    p = SHARED.joinpath(*parts)
+    if not p.exists():
+        pytest.skip(f"shared data {p} is not available on this machine")
+    return p
+
+
+def _cli(*argv) -> None:
+    from evalkit.cli import main
+    rc = main([str(a) for a in argv])
+    assert rc == 0, f"evalkit {' '.join(map(str, argv))} exited {rc}"
+
+
+def fast_records(work: Path) -> Path:
+    """The no-model records (built on first call, then reused by every dashboard test module)."""
+    if "fast" in _STATE:
+        return _STATE["fast"]
+    gsm = need("gsm8k")
+    wmt = need("wmt", "wmt17_en_de", "extracted")
+    math500 = need("math", "MATH-500")
+    battles = need("chatbot_arena", "arena_hard_battles.jsonl")
+    out, inputs = work / "results", work / "inputs"
+    inputs.mkdir(parents=True, exist_ok=True)
+    rows = [json.loads(line) for line, _ in zip(open(gsm / "example_model_solutions.jsonl", encoding="utf-8"),
+                                                range(50))]
+    for key, name in GPT3.items():
+        pred = inputs / f"{name}.jsonl"
+        pred.write_text("".join(json.dumps({"doc_id": str(i), "prediction": r[key]["solution"]}) + "\n"
+                                for i, r in enumerate(rows)), encoding="utf-8")
+        _cli("score", "--task", "gsm8k", "--data", gsm, "--predictions", pred, "--name", name, "--output", out,
+             "--tag", "gpt3")
+    _cli("score", "--task", "gsm8k", "--data", gsm, "--predictions", inputs / "gpt3-6b-finetuned.jsonl",
+         "--limit", 20, "--name", "gpt3-6b-finetuned", "--output", out, "--tag", "gpt3")
+    for system in WMT:
+        _cli("score", "--task", "translation", "--predictions", wmt / system,
+             "--references", wmt / "newstest2017-ende-ref.de", "--limit", 200, "--output", out, "--tag", "wmt")
+    probs = [json.loads(line) for line, _ in zip(open(math500 / "test.jsonl", encoding="utf-8"), range(30))]
+    pred = inputs / "math.jsonl"
+    pred.write_text("".join(json.dumps({"doc_id": p["unique_id"], "prediction": "Final Answer: The final answer is "
+                                        f"${p['answer'] if i % 3 else '-1'}$. I hope it is correct."}) + "\n"
+                            for i, p in enumerate(probs)), encoding="utf-8")
+    _cli("score", "--task", "math500", "--data", math500, "--predictions", pred, "--limit", 30,
+         "--name", "math-reference-2of3", "--output", out)
+    _cli("arena", "rate", battles, "--rounds", 20, "--output", out, "--tag", "arena-hard")
+    _STATE["fast"] = out
+    return out
+
+
+def model_records(work: Path, model_dir: str) -> Path:
+    """The fast records plus two real tiny-model runs (copied into a second folder)."""
+    if "full" in _STATE:
+        return _STATE["full"]
+    gsm = need("gsm8k")
+    full = work / "results_full"
+    shutil.copytree(fast_records(work / "fast"), full)
+    env = {**os.environ, "EVALKIT_TORCH_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "TOKENIZERS_PARALLELISM": "false"}
+    for max_tokens in (16, 4):
+        cmd = [sys.executable, "-m", "evalkit", "run", "--model", f"hf:{model_dir}", "--tasks", "gsm8k",
+               "--limit", "4", "--num-fewshot", "0", "--data", f"gsm8k={gsm}",
+               "--gen-kwargs", f"max_tokens={max_tokens}",
+               "--output", str(full), "--cache-dir", str(work / "cache"), "--tag", "tiny"]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, r.stderr[-3000:]
+    _STATE["full"] = full
+    return full
