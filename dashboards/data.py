@@ -52,7 +52,7 @@ def task_family(task: str) -> str:
         pass
     name = task.lower()
     for prefix in sorted(FAMILIES, key=len, reverse=True):
-        if name == prefix or name.startswith(prefix + "_") or name.startswith(prefix):
+        if name.startswith(prefix):
             return FAMILIES[prefix]
     return "other"
 
@@ -87,9 +87,11 @@ def as_text(x) -> str:
         if len(x) == 1:
             return as_text(x[0])
         return "\n\n".join(f"[{i + 1}] {as_text(v)}" for i, v in enumerate(x))
-    if isinstance(x, dict) and "text" in x:
-        return as_text(x["text"])
-    return json.dumps(x, ensure_ascii=False, default=str)
+    if isinstance(x, dict):
+        if "text" in x:
+            return as_text(x["text"])
+        return "; ".join(f"{k}: {as_text(v)}" for k, v in x.items())
+    return str(x)
 
 
 def _finite(x) -> Optional[float]:
@@ -414,8 +416,10 @@ def samples_frame(rec: RunRecord, task: str) -> pd.DataFrame:
         for c in ("target", "extracted", "response", "prompt"):
             cols[c] = [HIDDEN] * n
         cols["responses"] = [[HIDDEN]] * n
-    frame = pd.DataFrame({**cols, **{f"metric:{k}": pd.array(v, dtype="Float64").astype(float)
-                                      for k, v in metrics.items()}})
+    # object columns: converting ~GBs of text to Arrow strings would cost as much as parsing it
+    frame = pd.DataFrame({**{c: pd.Series(v, dtype=None if c in ("doc_index", "n_responses") else object)
+                             for c, v in cols.items()},
+                          **{f"metric:{k}": pd.array(v, dtype="Float64").astype(float) for k, v in metrics.items()}})
     frame.attrs["redacted"] = hide
     return frame
 

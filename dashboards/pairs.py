@@ -8,7 +8,6 @@ samples. Arena tables come from ``tasks["arena"]`` of arena run records (``evalk
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -123,9 +122,3 @@ def arena_boards(store) -> list[ArenaBoard]:
                               str(cfg.get("method", "bt"))))
     return out
 
-
-def finite_or_none(x):
-    try:
-        return x if x is not None and math.isfinite(float(x)) else None
-    except (TypeError, ValueError):
-        return None

@@ -1,6 +1,7 @@
 """Arena page: ratings with 95% CI whiskers, win-rate and battle-count heatmaps, judge figures."""
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from evalkit.dashboards import charts, pairs
@@ -27,5 +28,7 @@ def render(store) -> None:
     right.altair_chart(charts.heatmap(b.battle_count, "Battles per pair", ".0f", "blues"), key="arena_counts")
     if b.judge:
         st.subheader("Judge reliability")
-        st.dataframe(b.judge and {k: [v] for k, v in b.judge.items() if not isinstance(v, dict)},
-                     key="arena_judge")
+        st.caption("parse failures: judgments whose verdict could not be read; swap disagreement: share of "
+                   "pairs judged in both orders whose verdicts disagree (counted as a tie)")
+        st.dataframe(pd.DataFrame([{k: v for k, v in b.judge.items() if not isinstance(v, (dict, list))}]),
+                     hide_index=True, key="arena_judge")

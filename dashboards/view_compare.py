@@ -44,7 +44,8 @@ def render(store) -> None:
     cand = right.selectbox("Candidate", ids, index=c0, format_func=label.get, key="cmp_cand")
     common = [t for t in store.record(base).tasks if t in store.record(cand).tasks]
     with st.expander("Options (as `evalkit compare`)"):
-        tasks = st.multiselect("Tasks", common, default=common, key="cmp_tasks")
+        tasks = st.multiselect("Tasks", common, key=f"cmp_tasks::{base}::{cand}", placeholder="all shared tasks",
+                               help="empty = every task both runs have") or common
         c1, c2, c3 = st.columns(3)
         alpha = c1.number_input("alpha (one-sided)", 0.001, 0.49, 0.05, key="cmp_alpha")
         margin = c2.number_input("margin (points)", 0.0, 100.0, 0.0, key="cmp_margin")

@@ -27,8 +27,10 @@ def render(store, filters: tables.Filters) -> None:
         return
     meta = tables.columns(cells)
     label = dict(zip(meta["col"], meta["col_label"]))
-    shown = st.multiselect("Columns", list(meta["col"]), default=list(meta["col"]), format_func=label.get,
-                           key="lb_columns", help="column = task x task version x prompt hash")
+    picked = st.multiselect("Columns", list(meta["col"]), format_func=label.get, key="lb_columns",
+                            placeholder="all columns",
+                            help="column = task x task version x prompt hash; empty = all columns")
+    shown = picked or list(meta["col"])
     with st.expander("Metric per column"):
         for _, c in meta[meta["col"].isin(shown)].iterrows():
             current = chosen_metric(cells, c["col"])
@@ -42,9 +44,8 @@ def render(store, filters: tables.Filters) -> None:
     n_models, n_runs = len(lb.display), cells["run_id"].nunique()
     st.caption(f"{n_models} models · {len(shown)} columns · {n_runs} runs · cells: value [95% CI] n=items #rank "
                f"(metric per column: " + ", ".join(f"{label[c]}: {m}" for c, m in metric_for.items()) + ")")
-    config = {label[c]: st.column_config.TextColumn(width="medium") for c in shown}
-    st.dataframe(lb.display, hide_index=True, key="leaderboard", width="stretch", column_config=config,
-                 height=min(36 * (len(lb.display) + 1) + 4, 800))
+    st.dataframe(lb.display, hide_index=True, key="leaderboard", width="stretch",
+                 height=min(36 * (len(lb.display) + 1) + 24, 900))
     st.caption(tables.TIE_RULE)
     st.caption(tables.OVERALL_RULE)
     for note in lb.notes:

