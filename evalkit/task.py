@@ -165,7 +165,7 @@ class Task:
         return picked
 
     def prompt_text(self, doc: Doc, ctx: RunContext) -> str:
-        key = (doc.id, ctx.seed, ctx.num_fewshot)
+        key = (doc.hash(), ctx.seed, ctx.num_fewshot)
         cache = self.__dict__.setdefault("_prompt_cache", {})
         if key not in cache:
             cache[key] = self.build_prompt_text(doc, ctx)
