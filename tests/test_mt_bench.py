@@ -90,8 +90,8 @@ def test_tiny_model_answers_and_judges_end_to_end(mt_dir, tiny_model_dir, tmp_pa
     out, cache = tmp_path / "results", tmp_path / "cache"
     args = ["mt-bench", "--model", f"hf:{tiny_model_dir}", "--answers", str(mt_dir / "model_answer" / "alpaca-13b.jsonl"),
             "--baseline", "alpaca-13b", "--mode", "single,pairwise", "--judge", f"hf:{tiny_model_dir}",
-            "--data", str(mt_dir), "--questions", "116", "--max-tokens", "16", "--judge-max-tokens", "24",
-            "--judge-retries", "1", "--output", str(out), "--cache-dir", str(cache)]
+            "--data", str(mt_dir), "--questions", "116", "--max-tokens", "16", "--judge-max-tokens", "16",
+            "--judge-retries", "0", "--output", str(out), "--cache-dir", str(cache)]
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "score_turn1" in printed and "win_rate" in printed and "swap disagreement" in printed
