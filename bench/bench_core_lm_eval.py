@@ -23,6 +23,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 OFFLINE = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+# Torch collapses when its threads oversubscribe a busy machine: both harnesses get the same count.
+THREADS = os.environ.get("BENCH_THREADS", "1")
+OFFLINE.update({"OMP_NUM_THREADS": THREADS, "MKL_NUM_THREADS": THREADS, "EVALKIT_TORCH_THREADS": THREADS})
 
 WIKITEXT_YAML = """task: wikitext_local
 dataset_path: json

@@ -17,14 +17,17 @@ from typing import Iterator, Optional
 
 SCHEMA_VERSION = 1
 
-_SECRET_KEYS = ("api_key", "apikey", "token", "secret", "password", "authorization")
-# settings that contain "token" but are counts or flags, not credentials (max_tokens, add_bos_token)
-_NOT_SECRET = re.compile(r"(^|_)(max|min|num|n)(_new|_gen)?_(tokens|toks)$|(^|_)(bos|eos|pad|unk|sep)_token(_id)?$")
+# key names that hold credentials: api_key, token, hf_token, access_token, client_secret, password...
+_SECRET_KEY = re.compile(r"(^|[_-])(api_?key|apikey|token|secret|password|passwd|authorization|bearer|credentials?)$")
+# settings that end in "token" but are flags or ids, not credentials (add_bos_token, pad_token)
+_NOT_SECRET = re.compile(r"(^|_)(bos|eos|pad|unk|sep|cls|mask)_token(_id)?$")
+# values that look like keys whatever their field is called (OpenAI/HF style)
+_SECRET_VALUE = re.compile(r"^(sk-|hf_|Bearer\s)[A-Za-z0-9_\-]{12,}")
 
 
 def _is_secret(key) -> bool:
     k = str(key).lower()
-    return any(s in k for s in _SECRET_KEYS) and not _NOT_SECRET.search(k)
+    return bool(_SECRET_KEY.search(k)) and not _NOT_SECRET.search(k)
 
 
 def scrub(obj):
@@ -33,6 +36,8 @@ def scrub(obj):
         return {k: ("<redacted>" if _is_secret(k) else scrub(v)) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [scrub(v) for v in obj]
+    if isinstance(obj, str) and _SECRET_VALUE.match(obj):
+        return "<redacted>"
     return obj
 
 

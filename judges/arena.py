@@ -213,8 +213,9 @@ def arena_record(summary: dict, battles: Sequence[Battle], source: dict, config:
     entry = {
         "version": "1",
         "description": f"pairwise arena: {summary['method'].upper()} ratings over {len(battles)} battles",
-        "output_type": "pairwise", "config": {"name": TASK, **{k: summary[k] for k in ("method", "point", "rounds",
-                                                                                      "seed", "anchor", "anchor_rating")}},
+        "output_type": "pairwise",
+        "config": {"name": TASK, **{k: summary[k] for k in ("method", "point", "rounds", "seed", "anchor",
+                                                             "anchor_rating")}},
         "num_fewshot": 0, "n_docs": len(battles), "dataset_fingerprint": fingerprint,
         "prompt_hash": content_hash(sorted({str(b.prompt_id) for b in battles})),
         "data_source": source.get("battles") or source.get("prompts"),
@@ -303,13 +304,15 @@ def run_arena(contestants: list[Contestant], judge_spec: str, cfg: ArenaConfig, 
     from .reliability import pairwise_figures
     figures = pairwise_figures(results)
     summary = rate(battles, cfg.method, cfg.rounds, cfg.seed, cfg.anchor, cfg.anchor_rating) if battles else None
-    source = {"prompts": cfg.prompts if cfg.prompts != "mt_bench" else f"mt_bench:{cfg.data_path or MTBench.dataset.hub_path}",
+    prompts = cfg.prompts if cfg.prompts != "mt_bench" else f"mt_bench:{cfg.data_path or MTBench.dataset.hub_path}"
+    source = {"prompts": prompts,
               "references": ref_info, "n_matches": sched.spent, "n_judged_pairs": len(results),
               "unresolved_pairs": figures["unresolved_pairs"],
               "judge_reliability": figures, "templates": templates.describe()}
     timings = {"answers_s": round(t_answers, 3), "total_s": round(time.time() - t0, 3)}
     if summary is None:
-        raise ValueError(f"the judge resolved none of the {len(results)} judged pairs; see --constrain and --judge-retries")
+        raise ValueError(f"the judge resolved none of the {len(results)} judged pairs; "
+                         f"see --constrain and --judge-retries")
     engine = {"judge": dict(judge.engine.stats), **{n: dict(e.stats) for n, e in engines.items()}}
     run = arena_record(summary, battles, source, asdict(cfg), [c.describe() for c in contestants],
                        {k: judge_info[k] for k in ("spec", "name", "backend", "identity_hash")}, timings, engine)

@@ -39,7 +39,8 @@ def add_judge_args(p: argparse.ArgumentParser) -> None:
 
 def add_common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=None, metavar="DIR",
-                   help="MT-Bench folder (question.jsonl, reference_answer/gpt-4.jsonl); default: hub lighteval/mt-bench")
+                   help="MT-Bench folder (question.jsonl, reference_answer/gpt-4.jsonl); "
+                        "default: hub lighteval/mt-bench")
     p.add_argument("--references", default="gpt-4", metavar="gpt-4|corrected|FILE",
                    help="reference answers for math/reasoning/coding: FastChat's GPT-4 answers (default), the "
                         "corrected human-written set in question.jsonl, or a model_answer JSONL file")

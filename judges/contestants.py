@@ -38,7 +38,8 @@ class Contestant:
 
     def describe(self) -> dict:
         if self.imported:
-            return {"name": self.name, "answers_file": self.answers_file, "answers_sha256": file_digest(self.answers_file)}
+            return {"name": self.name, "answers_file": self.answers_file,
+                    "answers_sha256": file_digest(self.answers_file)}
         return {"name": self.name, "spec": self.spec, "gen_overrides": self.gen}
 
 
@@ -102,7 +103,8 @@ def load_answers(path: str, ids: Optional[set] = None) -> dict[str, list[str]]:
         if "question_id" not in d:
             raise DataError(f"{rec.where}: field 'question_id' is missing")
         choices = d.get("choices")
-        turns = choices[0].get("turns") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+        first = choices[0] if isinstance(choices, list) and choices else None
+        turns = first.get("turns") if isinstance(first, dict) else None
         if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
             raise DataError(f"{rec.where}: field 'choices[0].turns' should be a list of strings")
         out[str(d["question_id"])] = turns

@@ -285,7 +285,8 @@ def run_mt_bench(contestants: list[Contestant], judge_spec: str, cfg: MTBenchCon
         if len(contestants) < 2:
             raise ValueError("pairwise grading needs two contestants (e.g. --model X --answers gpt-3.5-turbo.jsonl)")
         if cfg.baseline and cfg.baseline not in {c.name for c in contestants}:
-            raise ValueError(f"--baseline {cfg.baseline!r} is not a contestant ({', '.join(c.name for c in contestants)})")
+            names = ", ".join(c.name for c in contestants)
+            raise ValueError(f"--baseline {cfg.baseline!r} is not a contestant ({names})")
     templates = templates or TemplateSet()
     docs = load_questions(cfg)                      # data errors before any model loads
     refs, ref_info = load_references(docs, cfg.references, cfg.data_path)
@@ -297,7 +298,8 @@ def run_mt_bench(contestants: list[Contestant], judge_spec: str, cfg: MTBenchCon
         for c in contestants:
             if not c.imported:
                 engines[c.name] = pool.engine(c.spec)
-                answers[c.name] = generate_answers(engines[c.name], c, docs, cfg.seed, cfg.max_tokens, cfg.system_prompt)
+                answers[c.name] = generate_answers(engines[c.name], c, docs, cfg.seed, cfg.max_tokens,
+                                                   cfg.system_prompt)
         t_gen = time.time()
         judge = Judge(pool.backend(judge_spec, judge_args), cache, judge_spec, seed=cfg.seed, progress=progress,
                       **(judge_options or {}))

@@ -56,7 +56,8 @@ def test_rate_elo_anchor_and_errors(tmp_path, capsys):
     assert main(["arena", "rate", str(f), "--no-output", "--method", "elo", "--rounds", "5"]) == 0
     capsys.readouterr()
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"model_a": "x", "model_b": "y", "winner": "model_a"}\n{"model_a": "x", "model_b": "y", "winner": "a"}\n')
+    bad.write_text('{"model_a": "x", "model_b": "y", "winner": "model_a"}\n'
+                   '{"model_a": "x", "model_b": "y", "winner": "a"}\n')
     assert main(["arena", "rate", str(bad), "--no-output"]) == 2
     assert "bad.jsonl:2: field 'winner'" in capsys.readouterr().err
 

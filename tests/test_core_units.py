@@ -144,11 +144,15 @@ def test_engine_dedupes_caches_and_resumes(tmp_path):
 
 def test_run_record_is_written_atomically_and_scrubbed(tmp_path):
     from evalkit.records import load_run, write_run
-    run = {"run_id": "r1", "schema_version": 1, "model": {"args": {"api_key": "sk-secret", "dtype": "x"}},
+    run = {"run_id": "r1", "schema_version": 1,
+           "model": {"args": {"api_key": "sk-secret", "dtype": "x", "base": "sk-abcdefghijklmnopqrstu"},
+                     "identity": {"files": {"tokenizer.json": "3f2a"}}, "gen": {"max_tokens": 7}},
            "tasks": {"t": {"metrics": {}, "samples_file": "samples_t.jsonl"}}}
     path = write_run(tmp_path, run, {"t": [{"doc_id": "0"}]})
     text = (path / "run.json").read_text()
-    assert "sk-secret" not in text and "<redacted>" in text
+    assert "sk-secret" not in text and "sk-abcdefghij" not in text and "<redacted>" in text
+    saved = json.loads(text)["model"]
+    assert saved["identity"]["files"]["tokenizer.json"] == "3f2a" and saved["gen"]["max_tokens"] == 7
     rec = load_run(path)
     assert list(rec.samples("t")) == [{"doc_id": "0"}]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "no temp folders left"

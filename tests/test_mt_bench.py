@@ -88,7 +88,8 @@ def test_tiny_model_answers_and_judges_end_to_end(mt_dir, tiny_model_dir, tmp_pa
     """Done-when: the tiny model answers MT-Bench and (as the judge) grades it, single and pairwise
     against a published answer file; the record has ratings and the reliability figures."""
     out, cache = tmp_path / "results", tmp_path / "cache"
-    args = ["mt-bench", "--model", f"hf:{tiny_model_dir}", "--answers", str(mt_dir / "model_answer" / "alpaca-13b.jsonl"),
+    alpaca_file = str(mt_dir / "model_answer" / "alpaca-13b.jsonl")
+    args = ["mt-bench", "--model", f"hf:{tiny_model_dir}", "--answers", alpaca_file,
             "--baseline", "alpaca-13b", "--mode", "single,pairwise", "--judge", f"hf:{tiny_model_dir}",
             "--data", str(mt_dir), "--questions", "116", "--max-tokens", "16", "--judge-max-tokens", "16",
             "--judge-retries", "0", "--output", str(out), "--cache-dir", str(cache)]

@@ -163,7 +163,7 @@ def test_identity_names_the_server_model_and_never_the_key(server, key_env, tiny
     ident = be.identity()
     assert ident["model"] == SERVED and ident["base_url"] == server.base_url
     assert ident["server_model"]["root"] == tiny_model_dir and ident["server_model"]["max_model_len"] == 4096
-    assert ident["mode"] == "tokens" and ident["max_length"] == 4094
+    assert ident["encoding"]["mode"] == "tokens" and ident["max_length"] == 4094
     assert KEY not in json.dumps(ident) and KEY not in be.identity_hash()
     os.environ[KEY_ENV] = "sk-wrong"
     with pytest.raises(BackendError, match="401"):
@@ -189,7 +189,7 @@ def test_loglikelihood_and_perplexity_match_hf(server, key_env, hf_backend, monk
         assert a.is_greedy == b.is_greedy, r
     # text mode (no tokenizer): the continuation is found by text offsets; same numbers here
     text = backend_for(server, tokenizer="none")
-    assert text.identity()["mode"] == "text" and text.identity_hash() != be.identity_hash()
+    assert text.identity()["encoding"]["mode"] == "text" and text.identity_hash() != be.identity_hash()
     t = text.loglikelihood(reqs[:3] + reqs[4:])
     assert [x.logprob for x in t] == pytest.approx([x.logprob for x in ours[:3] + ours[4:]], abs=2e-3)
     with pytest.raises(ValueError, match="tokenizer"):
@@ -258,7 +258,9 @@ def test_wikitext_and_gsm8k_through_the_server(server, key_env, shared_data, tmp
     assert run["tasks"]["gsm8k"]["n_docs"] == 24
     wt = run["tasks"]["wikitext"]["metrics"]
     assert 5 < wt["word_perplexity"]["value"] < 500
-    assert KEY not in Path(run["path"], "run.json").read_text()
+    saved = Path(run["path"], "run.json").read_text()
+    assert KEY not in saved
+    assert json.loads(saved)["model"]["identity"]["encoding"]["source"] == be.identity()["encoding"]["source"]
     again = evaluate(backend_for(server), config, cache, None, progress=False, task_runs=few_docs(config))["run"]
     assert again["engine"].get("computed", 0) == 0
     cache.close()

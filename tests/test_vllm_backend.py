@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 
@@ -54,7 +55,7 @@ def test_one_token_choices_are_one_pass_over_the_context(vllm_backend):
     reqs = [LoglikelihoodRequest(MC_CTX, f" {c}") for c in "ABCD"]
     reqs += [LoglikelihoodRequest(MC_CTX.replace("France", "Italy"), f" {c}") for c in "ABCD"]
     res, d = _delta(vllm_backend, lambda: vllm_backend.loglikelihood(reqs))
-    assert d["engine_requests"] == 2 and d["ll_single_token_passes"] == 2  # 8 choices, 2 contexts
+    assert d["engine_requests"] == 2 and d["ll_one_tok_passes"] == 2  # 8 choices, 2 contexts
     # exact logprobs of exactly those tokens (not a top-k): the prompt-logprobs path agrees
     slow_view = copy.copy(vllm_backend)
     slow_view._has_token_ids = False
@@ -74,8 +75,8 @@ def test_shared_context_is_computed_once(vllm_backend, hf_backend):
     ctx_len = len(vllm_backend.encode(ctx))
     assert ctx_len > 300
     # three of the four choices read the context's full KV blocks from the prefix cache
-    assert d["cached_prompt_tokens"] >= 3 * (ctx_len // 32 * 32 - 32)
-    assert d["cached_prompt_tokens"] / d["prompt_tokens"] > 0.6
+    assert d["cached_prompt_toks"] >= 3 * (ctx_len // 32 * 32 - 32)
+    assert d["cached_prompt_toks"] / d["prompt_toks"] > 0.6
     ref = hf_backend.loglikelihood(reqs)
     assert [x.logprob for x in res] == pytest.approx([x.logprob for x in ref], abs=3e-3)
 
@@ -206,7 +207,9 @@ def test_wikitext_and_gsm8k_end_to_end(vllm_backend, shared_data, tmp_path):
     assert again["tasks"]["wikitext"]["metrics"]["word_perplexity"]["value"] == wt["word_perplexity"]["value"]
     stats = run["backend_stats"]  # the run record carries the backend's counters
     assert 0 <= stats["fraction_hit_max_tokens"] <= 1 and stats["completions"] >= 24
-    json.dumps(run, default=str)  # the record serialises
+    saved = json.loads((Path(run["path"]) / "run.json").read_text())  # as written (secrets scrubbed)
+    assert saved["backend_stats"]["fraction_hit_max_tokens"] == stats["fraction_hit_max_tokens"]
+    assert saved["backend_stats"]["prompt_toks"] > 0
     cache.close()
 
 

@@ -168,9 +168,10 @@ class OpenAIBackend(Backend):
         self._max_length = int(max_length) if max_length else (int(served_len) - 2 if served_len else None)
         self._identity = {
             "backend": "openai", "model": model, "base_url": self.base_url, "server_model": self.server_model,
-            "mode": "tokens" if self.tokenizer is not None else "text", "tokenizer": tok_source,
-            "tokenizer_content": (models.directory_identity(tok_source, hash_weights=False)
-                                  if tok_source and os.path.isdir(tok_source) else None),
+            # (named "encoding": run records redact keys that contain "token")
+            "encoding": {"mode": "tokens" if self.tokenizer is not None else "text", "source": tok_source,
+                         "files": (models.directory_identity(tok_source, hash_weights=False)
+                                   if tok_source and os.path.isdir(tok_source) else None)},
             "max_length": self._max_length, "add_bos_token": self.add_bos_token,
         }
 

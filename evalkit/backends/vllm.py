@@ -228,8 +228,8 @@ class VLLMBackend(Backend):
         outs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params,
                                  use_tqdm=self.progress, lora_request=self._lora[1] if self._lora else None)
         self.stats["engine_requests"] += len(prompts)
-        self.stats["prompt_tokens"] += sum(len(p) for p in prompts)
-        self.stats["cached_prompt_tokens"] += sum(o.num_cached_tokens or 0 for o in outs)
+        self.stats["prompt_toks"] += sum(len(p) for p in prompts)
+        self.stats["cached_prompt_toks"] += sum(o.num_cached_tokens or 0 for o in outs)
         return outs
 
     # ---- loglikelihood -----------------------------------------------------------------------------
@@ -272,15 +272,18 @@ class VLLMBackend(Backend):
                 params.append(SP(max_tokens=1, temperature=0.0, logprob_token_ids=toks[k:k + MAX_LOGPROB_TOKEN_IDS],
                                  detokenize=False))
                 owners.append(idxs)
-        self.stats["ll_single_token_passes"] += len(prompts)
-        self.stats["ll_single_token_requests"] += sum(len(v) for v in groups.values())
+        self.stats["ll_one_tok_passes"] += len(prompts)
+        self.stats["ll_one_tok_requests"] += sum(len(v) for v in groups.values())
         for out, idxs in zip(self._generate(prompts, params), owners):
             comp = out.outputs[0]
             lps, greedy_tok = comp.logprobs[0], comp.token_ids[0]
             for i in idxs:
                 tok = pairs[i][1][0]
-                if tok in lps:
+                if tok in lps:  # (a split list of >128 ids answers each token in one of its passes)
                     results[i] = LoglikelihoodResult(float(lps[tok].logprob), greedy_tok == tok)
+        missing = [i for ctx, idxs in groups.items() for i in idxs if results[i] is None]
+        if missing:
+            raise RuntimeError(f"vllm returned no logprob for {len(missing)} requested token(s)")
 
     def _score_continuations(self, pairs, idxs: list[int], results: list, share_prefix: bool) -> None:
         """Score continuations from prompt logprobs; contexts are computed once where share_prefix."""
@@ -365,6 +368,6 @@ class VLLMBackend(Backend):
         s = dict(self.stats)
         if s.get("completions"):
             s["fraction_hit_max_tokens"] = s.get("completions_hit_max_tokens", 0) / s["completions"]
-        if s.get("prompt_tokens"):
-            s["prefix_cache_hit_rate"] = s.get("cached_prompt_tokens", 0) / s["prompt_tokens"]
+        if s.get("prompt_toks"):
+            s["prefix_cache_hit_rate"] = s.get("cached_prompt_toks", 0) / s["prompt_toks"]
         return s

@@ -111,7 +111,8 @@ def format_ratings(run: dict) -> str:
     if rel:
         lines.append(f"judge {run.get('judge', {}).get('name')}: {rel['n_judgments']} judgments, parse failures "
                      f"{rel['parse_failures']} ({_f(rel['parse_failure_rate'], 3)}), constrained {rel['constrained']}, "
-                     f"unresolved pairs {rel['unresolved_pairs']}, swap disagreement {_f(rel['swap_disagreement_rate'], 3)}")
+                     f"unresolved pairs {rel['unresolved_pairs']}, "
+                     f"swap disagreement {_f(rel['swap_disagreement_rate'], 3)}")
     for w in ex.get("warnings", []):
         lines.append(f"warning: {w}")
     if "path" in run:

@@ -81,7 +81,8 @@ def format_summary(outs: list) -> str:
             n = sum(f["n_judgments"] for f in figs)
             fails = sum(f["parse_failures"] for f in figs)
             line = (f"  {kind}: {n} judgments, parse failures {fails} ({_f(fails / n if n else None, 3)}), "
-                    f"constrained {sum(f['constrained'] for f in figs)}, unresolved {sum(f['unresolved'] for f in figs)}")
+                    f"constrained {sum(f['constrained'] for f in figs)}, "
+                    f"unresolved {sum(f['unresolved'] for f in figs)}")
             if kind == "pairwise":
                 line += f", swap disagreement {_f(figs[0]['swap_disagreement_rate'], 3)}"
             else:
