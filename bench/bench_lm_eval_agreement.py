@@ -6,11 +6,13 @@ to a temp dir through custom YAML tasks that `include` its own task configs):
     default prompt; the predicted letter must agree on >= 99% of items (loglikelihoods are shown too);
   - gsm8k: the first N test items, lm-eval's 5-shot format; strict/flexible scores must be equal;
   - math: the first N MATH-500 items with lm-eval's minerva_math 4-shot prompt; exact_match and
-    math_verify must be equal item by item.
+    math_verify must be equal item by item;
+  - math_scorers (no model; the tiny model scores ~0 on MATH): lm-eval's minerva process_results and
+    evalkit's scorer on reference solutions against their own and against other problems.
 It prints the agreement and the wall-time ratio per benchmark and writes bench/out/lm_eval_agreement.json.
 
     python bench/bench_lm_eval_agreement.py [--mmlu-subjects a,b,c] [--mmlu-limit 15] [--gsm8k-limit 10]
-        [--math-limit 10] [--max-gen-toks 256] [--only mmlu,gsm8k,math]
+        [--math-limit 10] [--max-gen-toks 256] [--scorer-items 200] [--only mmlu,gsm8k,math,math_scorers]
 
 Defaults finish in about 10 minutes on 2 CPU cores; raise the limits for a stronger check.
 """
@@ -72,6 +74,10 @@ def _jsonl(path: Path, rows) -> Path:
     return path
 
 
+def _mmlu_rows(docs, subject):
+    return [{"question": d.query, "subject": subject, "choices": d.choices, "answer": d.gold} for d in docs]
+
+
 def write_tasks(tmp: Path, subjects: list[str], mmlu_n: int, math_n: int) -> None:
     """lm-eval task YAMLs over JSONL copies of exactly the items evalkit reads (same loader, same order)."""
     import lm_eval
@@ -79,16 +85,16 @@ def write_tasks(tmp: Path, subjects: list[str], mmlu_n: int, math_n: int) -> Non
     lm_tasks = Path(lm_eval.__file__).parent / "tasks"
     for s in subjects:
         t = registry.get_task_class(f"mmlu_{s}")(data_path=str(DATA / "mmlu"))
-        rows = lambda docs: [{"question": d.query, "subject": s, "choices": d.choices, "answer": d.gold} for d in docs]
-        test = _jsonl(tmp / f"mmlu_{s}_test.jsonl", rows(t.eval_docs()[:mmlu_n]))
-        dev = _jsonl(tmp / f"mmlu_{s}_dev.jsonl", rows(t.load_docs("dev")))
+        test = _jsonl(tmp / f"mmlu_{s}_test.jsonl", _mmlu_rows(t.eval_docs()[:mmlu_n], s))
+        dev = _jsonl(tmp / f"mmlu_{s}_dev.jsonl", _mmlu_rows(t.load_docs("dev"), s))
         (tmp / f"mmlu_local_{s}.yaml").write_text(MMLU_YAML.format(
             lm_eval_tasks=lm_tasks, task=f"mmlu_local_{s}", test=test, dev=dev, subject_words=s.replace("_", " ")))
     (tmp / "gsm8k_local.yaml").write_text(GSM8K_YAML.format(
         lm_eval_tasks=lm_tasks, train=DATA / "gsm8k" / "train.jsonl", test=DATA / "gsm8k" / "test.jsonl"))
     m = registry.get_task_class("math500")(data_path=str(DATA / "math" / "MATH-500"))
-    math_rows = [{"problem": d.query, "solution": d.meta["solution"], "unique_id": d.id} for d in m.eval_docs()[:math_n]]
-    test = _jsonl(tmp / "math_test.jsonl", math_rows)
+    math_docs = m.eval_docs()[:math_n]
+    test = _jsonl(tmp / "math_test.jsonl",
+                  [{"problem": d.query, "solution": d.meta["solution"], "unique_id": d.id} for d in math_docs])
     (tmp / "minerva_math_local.yaml").write_text(MATH_YAML.format(lm_eval_tasks=lm_tasks, test=test))
 
 
@@ -210,7 +216,8 @@ def bench_gsm8k(a, tmp) -> dict:
            "same_strict": same_strict, "same_flexible": same_flex,
            "lm_eval_s": t_ref, "evalkit_s": t_ours, "speed_ratio": t_ref / t_ours,
            "pass": same_prompt == n and same_strict == n and same_flex == n}
-    print(f"gsm8k ({n} items): identical prompts {same_prompt}/{n}, generations {same_text}/{n}; equal strict {same_strict}/{n}, flexible "
+    print(f"gsm8k ({n} items): identical prompts {same_prompt}/{n}, generations {same_text}/{n}; "
+          f"equal strict {same_strict}/{n}, flexible "
           f"{same_flex}/{n}; time lm-eval {t_ref:.0f}s evalkit {t_ours:.0f}s (x{t_ref / t_ours:.2f})")
     return out
 
@@ -232,16 +239,56 @@ def bench_math(a, tmp) -> dict:
         same_text += r["resps"][0][0] == o["responses"][0]
         same_em += float(r["exact_match"]) == o["metrics"]["exact_match"]
         same_mv += float(r["math_verify"]) == o["metrics"]["math_verify"]
-        sums["lm_em"] += float(r["exact_match"]); sums["lm_mv"] += float(r["math_verify"])
-        sums["ek_em"] += o["metrics"]["exact_match"]; sums["ek_mv"] += o["metrics"]["math_verify"]
+        sums["lm_em"] += float(r["exact_match"])
+        sums["lm_mv"] += float(r["math_verify"])
+        sums["ek_em"] += o["metrics"]["exact_match"]
+        sums["ek_mv"] += o["metrics"]["math_verify"]
     out = {"items": n, "identical_prompts": same_prompt, "identical_generations": same_text,
            "same_exact_match": same_em, "same_math_verify": same_mv,
            **{k: v / n for k, v in sums.items()}, "lm_eval_s": t_ref, "evalkit_s": t_ours,
            "speed_ratio": t_ref / t_ours, "pass": same_prompt == n and same_em == n and same_mv == n}
-    print(f"math (minerva 4-shot, {n} MATH-500 items): identical prompts {same_prompt}/{n}, generations {same_text}/{n}; equal exact_match "
+    print(f"math (minerva 4-shot, {n} MATH-500 items): identical prompts {same_prompt}/{n}, "
+          f"generations {same_text}/{n}; equal exact_match "
           f"{same_em}/{n}, math_verify {same_mv}/{n} (lm-eval em {sums['lm_em'] / n:.3f} mv {sums['lm_mv'] / n:.3f}; "
           f"evalkit em {sums['ek_em'] / n:.3f} mv {sums['ek_mv'] / n:.3f}); time lm-eval {t_ref:.0f}s evalkit "
           f"{t_ours:.0f}s (x{t_ref / t_ours:.2f})")
+    return out
+
+
+def bench_math_scorers(a) -> dict:
+    """No model: lm-eval's minerva process_results and evalkit's scorer on the same completions --
+    each MATH-500 reference solution, written as a minerva answer, against its own problem (mostly
+    right) and against the next problem (mostly wrong) -- item by item."""
+    import lm_eval.tasks.minerva_math.utils as lm
+    from evalkit import registry
+    from evalkit.requests import Completion
+    from evalkit.task import RunContext
+    t = registry.get_task_class("math500")(data_path=str(DATA / "math" / "MATH-500"))
+    docs = t.eval_docs()[: a.scorer_items]
+    texts = [d.meta["solution"] + f"\nFinal Answer: The final answer is ${d.target}$. I hope it is correct."
+             for d in docs]
+    pairs = [(d, x) for d, x in zip(docs, texts)] + [(d, x) for d, x in zip(docs, texts[1:] + texts[:1])]
+    t0 = time.time()
+    ref = []
+    for d, x in pairs:
+        lm_doc = {"problem": d.query, "solution": d.meta["solution"], "answer": lm.normalize_final_answer(
+            lm.remove_boxed(lm.last_boxed_only_string(d.meta["solution"])))}
+        ref.append(lm.process_results(lm_doc, [x]))
+    t_ref = time.time() - t0
+    t0 = time.time()
+    ours = t.score_all([d for d, _ in pairs], [[[Completion(x, "stop")]] for _, x in pairs], RunContext())
+    t_ours = time.time() - t0
+    n = len(pairs)
+    same_em = sum(float(r["exact_match"]) == o.metrics["exact_match"] for r, o in zip(ref, ours))
+    same_mv = sum(float(r["math_verify"]) == o.metrics["math_verify"] for r, o in zip(ref, ours))
+    em = sum(o.metrics["exact_match"] for o in ours) / n
+    mv = sum(o.metrics["math_verify"] for o in ours) / n
+    out = {"items": n, "same_exact_match": same_em, "same_math_verify": same_mv, "evalkit_exact_match": em,
+           "evalkit_math_verify": mv, "lm_eval_s": t_ref, "evalkit_s": t_ours, "speed_ratio": t_ref / t_ours,
+           "pass": same_em == n and same_mv == n}
+    print(f"math scorers ({n} completions, no model): equal exact_match {same_em}/{n}, math_verify {same_mv}/{n} "
+          f"(mean em {em:.3f}, mv {mv:.3f}); time lm-eval {t_ref:.0f}s (one thread) evalkit {t_ours:.0f}s "
+          f"(worker pool) (x{t_ref / t_ours:.2f})")
     return out
 
 
@@ -256,7 +303,8 @@ def main():
     ap.add_argument("--lm-eval-batch-size", default="8")
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads for both harnesses (1 is steadiest on a shared machine)")
-    ap.add_argument("--only", default="mmlu,gsm8k,math")
+    ap.add_argument("--scorer-items", type=int, default=200, help="MATH-500 items for the model-free scorer check")
+    ap.add_argument("--only", default="mmlu,gsm8k,math,math_scorers")
     ap.add_argument("--model-dir", default=None, help="HF model dir (default: the bundled smollm2-135m)")
     a = ap.parse_args()
     from evalkit.tasks.mmlu import SUBJECTS
@@ -272,11 +320,14 @@ def main():
     report = {"model": a.model_dir, "max_length": a.max_length, "max_gen_toks": a.max_gen_toks}
     benches = {"mmlu": bench_mmlu, "gsm8k": bench_gsm8k, "math": bench_math}
     for name in [x.strip() for x in a.only.split(",") if x.strip()]:
-        report[name] = benches[name](a, tmp)
-    t_ref = sum(v["lm_eval_s"] for v in report.values() if isinstance(v, dict))
-    t_ours = sum(v["evalkit_s"] for v in report.values() if isinstance(v, dict))
-    print(f"total wall time: lm-eval {t_ref:.0f}s, evalkit {t_ours:.0f}s, ratio lm-eval/evalkit {t_ref / t_ours:.2f}")
-    report["total"] = {"lm_eval_s": t_ref, "evalkit_s": t_ours, "speed_ratio": t_ref / t_ours}
+        report[name] = bench_math_scorers(a) if name == "math_scorers" else benches[name](a, tmp)
+    model_runs = [v for k, v in report.items() if isinstance(v, dict) and k in benches]
+    if model_runs:
+        t_ref = sum(v["lm_eval_s"] for v in model_runs)
+        t_ours = sum(v["evalkit_s"] for v in model_runs)
+        print(f"total wall time with the model: lm-eval {t_ref:.0f}s, evalkit {t_ours:.0f}s, "
+              f"ratio lm-eval/evalkit {t_ref / t_ours:.2f}")
+        report["total"] = {"lm_eval_s": t_ref, "evalkit_s": t_ours, "speed_ratio": t_ref / t_ours}
     out = REPO / "bench" / "out"
     out.mkdir(exist_ok=True)
     (out / "lm_eval_agreement.json").write_text(json.dumps(report, indent=2))

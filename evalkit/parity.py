@@ -42,7 +42,8 @@ def collect(backend, config: RunConfig, cache, progress=False) -> Collected:
                      render_chat=getattr(backend, "apply_chat_template", None))
     task_runs = load_tasks(config)
     build_requests(task_runs, ctx)
-    answers = Engine(backend, cache, progress=progress).run([r for tr in task_runs for reqs in tr.requests for r in reqs])
+    requests = [r for tr in task_runs for reqs in tr.requests for r in reqs]
+    answers = Engine(backend, cache, progress=progress).run(requests)
     out = Collected(backend.display_name, backend.identity_hash())
     for tr in task_runs:
         per_doc = [[answers[r.key()] for r in reqs] for reqs in tr.requests]
@@ -98,7 +99,8 @@ def compare_task(ta: dict, tb: dict, max_examples: int = 10) -> dict:
         if ra.get("extracted") == rb.get("extracted"):
             pred_same += 1
         elif len(pred_examples) < max_examples:
-            ex = {"doc_id": ra["doc_id"], "target": ra.get("target"), "a": ra.get("extracted"), "b": rb.get("extracted")}
+            ex = {"doc_id": ra["doc_id"], "target": ra.get("target"), "a": ra.get("extracted"),
+                  "b": rb.get("extracted")}
             if ta["output_type"] == "multiple_choice":
                 ex["margin_a"], ex["margin_b"] = _margin(ra["responses"]), _margin(rb["responses"])
             pred_examples.append(ex)
@@ -118,7 +120,8 @@ def compare_task(ta: dict, tb: dict, max_examples: int = 10) -> dict:
               "prediction_disagreements": pred_examples}
     if ll_diffs:
         report["loglikelihood"] = {"n": len(ll_diffs), "max_abs_diff": max(ll_diffs),
-                                   "mean_abs_diff": sum(ll_diffs) / len(ll_diffs), "p99_abs_diff": _quantile(ll_diffs, .99),
+                                   "mean_abs_diff": sum(ll_diffs) / len(ll_diffs),
+                                   "p99_abs_diff": _quantile(ll_diffs, .99),
                                    "is_greedy_agreement": greedy_agree / greedy_n}
     if roll_diffs:
         report["loglikelihood_rolling"] = {"n": len(roll_diffs), "max_abs_diff": max(roll_diffs),
@@ -157,7 +160,8 @@ def format_report(report: dict) -> str:
         if "loglikelihood" in r:
             x = r["loglikelihood"]
             lines.append(f"  loglikelihood: {x['n']} requests, |A-B| max {x['max_abs_diff']:.2e}, mean "
-                         f"{x['mean_abs_diff']:.2e}, p99 {x['p99_abs_diff']:.2e}; is_greedy agree {x['is_greedy_agreement']:.1%}")
+                         f"{x['mean_abs_diff']:.2e}, p99 {x['p99_abs_diff']:.2e}; "
+                         f"is_greedy agree {x['is_greedy_agreement']:.1%}")
         if "loglikelihood_rolling" in r:
             x = r["loglikelihood_rolling"]
             lines.append(f"  rolling loglikelihood: {x['n']} texts, |A-B| max {x['max_abs_diff']:.2e}, "

@@ -113,7 +113,8 @@ def _level(value):
 @register_task
 class HendrycksMath(GenerationTask):
     name = "math"
-    description = "MATH test (5,000): minerva 4-shot or zero-shot chat \\boxed{} prompt; math-verify + minerva exact_match"
+    description = ("MATH test (5,000): minerva 4-shot or zero-shot chat \\boxed{} prompt; "
+                   "math-verify + minerva exact_match")
     version = "1"
     dataset = MathHubSource(hub_path="EleutherAI/hendrycks_math", local_reader=read_math)
     eval_split = "test"

@@ -151,7 +151,8 @@ class _MMLUBase:
             return []
         pool = [d for d in self.fewshot_pool() if d.meta["subject"] == doc.meta["subject"]]
         if len(pool) < k:
-            raise ValueError(f"task {self.name}: {k}-shot asked but {doc.meta['subject']} has {len(pool)} dev questions")
+            raise ValueError(f"task {self.name}: {k}-shot asked but {doc.meta['subject']} has "
+                             f"{len(pool)} dev questions")
         return pool[:k]  # lm-eval: sampler first_n
 
     # ---- reporting ----

@@ -12,7 +12,7 @@ import pytest
 from evalkit import registry
 from evalkit.math_equivalence import (JudgeItem, boxed_answer, extract_answer, final_answer_line,
                                       get_unnormalized_answer, judge_many, last_boxed_only_string, math_verify_equiv,
-                                      minerva_gold, normalize_final_answer)
+                                      normalize_final_answer)
 from evalkit.requests import Completion
 from evalkit.task import RunContext
 from tests.conftest import shared
@@ -150,13 +150,15 @@ def test_workers_are_needed_and_work_from_threads():
     # math-verify's parse uses signal.alarm: it refuses to run outside the main thread ...
     errors = []
     t = threading.Thread(target=lambda: errors.append(_try(lambda: math_verify_equiv("$1/2$", "$0.5$"))))
-    t.start(); t.join()
+    t.start()
+    t.join()
     assert errors and errors[0] is not None
     # ... while the pool answers from any thread
     out = []
     item = JudgeItem(r"$\boxed{\frac12}$", r"so $\boxed{0.5}$", "0.5", r"\frac{1}{2}")
     t = threading.Thread(target=lambda: out.extend(judge_many([item])))
-    t.start(); t.join()
+    t.start()
+    t.join()
     assert out == [{"math_verify": 1.0, "exact_match": 1.0, "status": "ok"}]
 
 
@@ -196,7 +198,8 @@ def test_minerva_and_chat_prompts(math500_docs):
     assert req.prompt == base and req.params.stop == ("Problem:",) and req.params.max_tokens == 512
     ctx = RunContext(apply_chat_template=True, render_chat=lambda m: m[-1]["content"], gen_overrides={"max_tokens": 64})
     (chat,) = t.requests(doc, ctx)
-    assert chat.messages[-1][1].endswith("put your final answer within \\boxed{}.") and "Problem:" not in chat.messages[-1][1]
+    user = chat.messages[-1][1]
+    assert user.endswith("put your final answer within \\boxed{}.") and "Problem:" not in user
     assert chat.params.max_tokens == 64 and chat.params.stop == ()
     assert t.num_fewshot == 0  # what run.json records for the zero-shot chat prompt
     forced = math_task("math500", prompt="minerva")
@@ -207,7 +210,8 @@ def test_minerva_and_chat_prompts(math500_docs):
 
 def test_score_all_and_breakdowns(math500_docs):
     t = math_task("math500")
-    docs = [math500_docs[u] for u in ("test/prealgebra/1655.json", "test/precalculus/927.json", "test/algebra/2043.json")]
+    ids = ("test/prealgebra/1655.json", "test/precalculus/927.json", "test/algebra/2043.json")
+    docs = [math500_docs[u] for u in ids]
     texts = ["So $x=\\boxed{0.34}$.\nFinal Answer: The final answer is $0.34$. I hope it is correct.",
              "The angle is $90^\\circ$.\nFinal Answer: The final answer is $90$. I hope it is correct.",
              "I think it is $\\boxed{(2,3)}$."]

@@ -202,9 +202,9 @@ def test_mmlu_through_vllm_agrees_with_hf(vllm_backend, hf_backend, tmp_path):
     from evalkit.cache import NullCache
     from evalkit.runner import RunConfig, evaluate
     cfg = RunConfig(tasks=["mmlu_anatomy"], limit=4, num_fewshot=2, data_paths={"mmlu_anatomy": str(shared("mmlu"))})
-    before = vllm_backend.stats.get("ll_single_token_passes", 0)
+    before = vllm_backend.stats.get("engine_requests", 0)
     ours = evaluate(vllm_backend, cfg, NullCache(), None, progress=False)["samples"]["mmlu_anatomy"]
-    assert vllm_backend.stats["ll_single_token_passes"] - before == 4  # one pass per question
+    assert vllm_backend.stats["engine_requests"] - before == 4  # one engine request (pass) per question
     ref = evaluate(hf_backend, cfg, NullCache(), None, progress=False)["samples"]["mmlu_anatomy"]
     assert [s["extracted"] for s in ours] == [s["extracted"] for s in ref]
     for a, b in zip(ours, ref):

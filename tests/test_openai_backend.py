@@ -204,7 +204,8 @@ def test_loglikelihood_and_perplexity_match_hf(server, key_env, hf_backend, monk
 
 def test_generation_through_completions_and_chat(server, key_env, hf_backend):
     be = backend_for(server)
-    reqs = [GenerateRequest(prompt="Question: What is 12 + 30?\nAnswer:", params=GenParams(max_tokens=24, stop=("\n",))),
+    reqs = [GenerateRequest(prompt="Question: What is 12 + 30?\nAnswer:",
+                            params=GenParams(max_tokens=24, stop=("\n",))),
             GenerateRequest(prompt="Once upon a time", params=GenParams(max_tokens=12)),
             GenerateRequest(messages=(("user", "What is 2+3?"),), params=GenParams(max_tokens=20, n=2))]
     ours, theirs = be.generate(reqs), hf_backend.generate(reqs)
@@ -212,7 +213,8 @@ def test_generation_through_completions_and_chat(server, key_env, hf_backend):
         assert [c.text for c in a] == [c.text for c in b]
         assert [c.finish_reason for c in a] == [c.finish_reason for c in b]
     assert ours[1][0].finish_reason == "length" and len(ours[2]) == 2
-    sampled = GenerateRequest(prompt="My favourite animal is", params=GenParams(max_tokens=12, temperature=1.0, n=3, seed=5))
+    sampled = GenerateRequest(prompt="My favourite animal is",
+                              params=GenParams(max_tokens=12, temperature=1.0, n=3, seed=5))
     first, second = be.generate([sampled])[0], be.generate([sampled])[0]
     assert [c.text for c in first] == [c.text for c in second] and len({c.text for c in first}) > 1
     assert be.run_stats()["fraction_hit_max_tokens"] > 0

@@ -107,7 +107,8 @@ def test_rolling_matches_hf_over_several_windows(vllm_backend, hf_backend, monke
 
 
 def test_greedy_generation_matches_hf_with_stops_and_finish_reasons(vllm_backend, hf_backend):
-    reqs = [GenerateRequest(prompt="Question: What is 12 + 30?\nAnswer:", params=GenParams(max_tokens=24, stop=("\n",))),
+    reqs = [GenerateRequest(prompt="Question: What is 12 + 30?\nAnswer:",
+                            params=GenParams(max_tokens=24, stop=("\n",))),
             GenerateRequest(prompt="Once upon a time", params=GenParams(max_tokens=12)),
             GenerateRequest(messages=(("user", "What is 2+3?"),), params=GenParams(max_tokens=20, n=2))]
     ours, theirs = vllm_backend.generate(reqs), hf_backend.generate(reqs)
@@ -130,11 +131,13 @@ def test_chat_rendering_is_what_llm_chat_does(vllm_backend):
 
 
 def test_seeded_sampling_is_reproducible(vllm_backend):
-    req = GenerateRequest(prompt="My favourite animal is", params=GenParams(max_tokens=12, temperature=1.0, n=3, seed=7))
+    req = GenerateRequest(prompt="My favourite animal is",
+                          params=GenParams(max_tokens=12, temperature=1.0, n=3, seed=7))
     a, b = vllm_backend.generate([req])[0], vllm_backend.generate([req])[0]
     assert [c.text for c in a] == [c.text for c in b]
     assert len({c.text for c in a}) > 1
-    other = GenerateRequest(prompt="My favourite animal is", params=GenParams(max_tokens=12, temperature=1.0, n=3, seed=8))
+    other = GenerateRequest(prompt="My favourite animal is",
+                            params=GenParams(max_tokens=12, temperature=1.0, n=3, seed=8))
     assert [c.text for c in vllm_backend.generate([other])[0]] != [c.text for c in a]
 
 

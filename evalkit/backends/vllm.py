@@ -352,7 +352,8 @@ class VLLMBackend(Backend):
         return self._SamplingParams(**kw)
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[list[Completion]]:
-        outs = self._generate([self._prompt_ids(r) for r in requests], [self.sampling_params(r.params) for r in requests])
+        outs = self._generate([self._prompt_ids(r) for r in requests],
+                              [self.sampling_params(r.params) for r in requests])
         results = []
         for r, out in zip(requests, outs):
             comps = [Completion(c.text, "length" if c.finish_reason == "length" else "stop") for c in out.outputs]

@@ -20,7 +20,8 @@ def register(sub):
     p = sub.add_parser("parity", help="compare two backends on the same requests (numerics and scores)")
     for side in ("a", "b"):
         p.add_argument(f"--model-{side}", required=True, metavar="BACKEND:MODEL")
-        p.add_argument(f"--model-args-{side}", default="", metavar="K=V,...", help=f"backend options of model {side.upper()}")
+        p.add_argument(f"--model-args-{side}", default="", metavar="K=V,...",
+                       help=f"backend options of model {side.upper()}")
     add_task_args(p)
     p.add_argument("--cache-dir", default=None, help="response cache folder (default ~/.cache/evalkit)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
