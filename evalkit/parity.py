@@ -32,6 +32,7 @@ class Collected:
     """One backend's answers: per task, the requests and answers per doc, the sample rows, metrics."""
 
     name: str
+    backend: str
     identity_hash: str
     tasks: dict = field(default_factory=dict)  # task -> {"requests", "answers", "rows", "entry", "output_type"}
 
@@ -44,7 +45,7 @@ def collect(backend, config: RunConfig, cache, progress=False) -> Collected:
     build_requests(task_runs, ctx)
     requests = [r for tr in task_runs for reqs in tr.requests for r in reqs]
     answers = Engine(backend, cache, progress=progress).run(requests)
-    out = Collected(backend.display_name, backend.identity_hash())
+    out = Collected(backend.display_name, backend.name, backend.identity_hash())
     for tr in task_runs:
         per_doc = [[answers[r.key()] for r in reqs] for reqs in tr.requests]
         samples = tr.task.score_all(tr.docs, per_doc, ctx)
@@ -134,7 +135,8 @@ def compare_task(ta: dict, tb: dict, max_examples: int = 10) -> dict:
 def compare(a: Collected, b: Collected, max_examples: int = 10) -> dict:
     if a.tasks.keys() != b.tasks.keys():
         raise ValueError("parity: the two collections ran different tasks")
-    return {"model_a": a.name, "model_b": b.name, "identity_a": a.identity_hash, "identity_b": b.identity_hash,
+    return {"model_a": f"{a.backend}:{a.name}", "model_b": f"{b.backend}:{b.name}",
+            "identity_a": a.identity_hash, "identity_b": b.identity_hash,
             "tasks": {t: compare_task(a.tasks[t], b.tasks[t], max_examples) for t in a.tasks}}
 
 
