@@ -132,16 +132,18 @@ class FaultProxy:
                         r = conn.getresponse()
                         status, data, headers = r.status, r.read(), {}
                         time.sleep(0.05)  # keep requests overlapping long enough to be counted
-                    self.send_response(status)
-                    for k, v in headers.items():
-                        self.send_header(k, v)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
                 finally:
+                    # count the request as finished before the client can see the response, or the
+                    # client's next request could overlap this one in the count
                     with proxy.lock:
                         proxy.inflight -= 1
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def do_GET(self):
                 self._relay("GET")
