@@ -8,4 +8,4 @@ data_args=()
 if [ -d ../shared/data/wikitext ] && [ -d ../shared/data/gsm8k ]; then
   data_args=(--data wikitext=../shared/data/wikitext --data gsm8k=../shared/data/gsm8k)
 fi
-evalkit run --model hf:smollm2-135m --tasks wikitext,gsm8k --limit "${LIMIT:-10}" "${data_args[@]}" --output results/
+evalkit run --model hf:smollm2-135m --tasks wikitext,gsm8k --limit "${LIMIT:-5}" "${data_args[@]}" --output results/
