@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 
 from evalkit import models
 from evalkit.backends.base import Backend
-from evalkit.backends.tokenization import encode_pair, rolling_windows  # noqa: F401 (rolling_windows re-exported)
+from evalkit.backends.tokenization import TokenizerMixin, rolling_windows  # noqa: F401 (rolling_windows re-exported)
 from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult, RollingRequest
 
 log = logging.getLogger(__name__)
@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 _HUGE_MAX_LEN = 1000000000000000019884624838656
 
 
-class HFBackend(Backend):
+class HFBackend(TokenizerMixin, Backend):
     name = "hf"
 
     def __init__(self, model: str, revision: Optional[str] = None, dtype: str = "auto", device: str = "auto",
@@ -99,20 +99,6 @@ class HFBackend(Backend):
         if tml and tml != _HUGE_MAX_LEN:
             return int(tml)
         return 2048
-
-    @property
-    def prefix_token_id(self) -> int:
-        tok = self.tokenizer
-        return tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
-
-    def encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=self.add_bos_token)
-
-    def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
-        return encode_pair(self.encode, self.prefix_token_id, context, continuation)
-
-    def apply_chat_template(self, messages: list[dict]) -> str:
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     # ---- batching ---------------------------------------------------------------------------------
     def _batches(self, lengths: list[int]):

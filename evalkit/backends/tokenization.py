@@ -52,3 +52,21 @@ def truncate_pair(ctx: list[int], cont: list[int], max_len: int) -> tuple[list[i
     tokens (left-truncated, as HFLM does) and how many of its last tokens are scored."""
     whole = (list(ctx) + list(cont))[-(max_len + 1):]
     return whole, min(len(cont), len(whole) - 1)
+
+
+class TokenizerMixin:
+    """Tokenization shared by backends that hold an HF tokenizer (``self.tokenizer``) and an
+    ``add_bos_token`` flag, so HF and vLLM encode prompts and pairs identically."""
+
+    @property
+    def prefix_token_id(self) -> int:
+        return prefix_token_id(self.tokenizer)
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=self.add_bos_token)
+
+    def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        return encode_pair(self.encode, self.prefix_token_id, context, continuation)
+
+    def apply_chat_template(self, messages: list[dict]) -> str:
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

@@ -35,7 +35,7 @@ from typing import Optional, Sequence
 
 from evalkit import models
 from evalkit.backends.base import Backend
-from evalkit.backends.tokenization import encode_pair, prefix_token_id, rolling_windows, truncate_pair
+from evalkit.backends.tokenization import TokenizerMixin, rolling_windows, truncate_pair
 from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult, RollingRequest
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ def _lora_targets(paths) -> Optional[list[str]]:
     return sorted(out) or None
 
 
-class VLLMBackend(Backend):
+class VLLMBackend(TokenizerMixin, Backend):
     name = "vllm"
 
     def __init__(self, model: str, revision: Optional[str] = None, dtype: str = "auto",
@@ -205,19 +205,6 @@ class VLLMBackend(Backend):
     @property
     def max_length(self) -> int:
         return self._max_length
-
-    @property
-    def prefix_token_id(self) -> int:
-        return prefix_token_id(self.tokenizer)
-
-    def encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=self.add_bos_token)
-
-    def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
-        return encode_pair(self.encode, self.prefix_token_id, context, continuation)
-
-    def apply_chat_template(self, messages: list[dict]) -> str:
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     # ---- the one place requests reach vLLM ----------------------------------------------------------
     def _generate(self, prompts: list[list[int]], params: list) -> list:
