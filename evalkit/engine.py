@@ -1,7 +1,8 @@
 """The request engine: one big batch per request kind for all tasks of a run.
 
 It dedupes identical requests across tasks, answers what the persistent cache already has, sorts
-the rest by length (longest first, so memory trouble shows at once and padding stays small), hands
+the rest by length (longest first, so memory trouble shows at once and padding stays small; requests
+that share a long few-shot prefix are kept together so a backend can run that prefix once), hands
 them to the backend in chunks and commits each chunk's responses to the cache before the next one:
 a run killed at any point and started again recomputes nothing it had finished.
 """
@@ -15,6 +16,7 @@ from typing import Sequence
 from tqdm.auto import tqdm
 
 from evalkit.backends.base import Backend
+from evalkit.backends.shared_prefix import shared_prefix_groups
 from evalkit.requests import GenerateRequest, LoglikelihoodRequest
 
 log = logging.getLogger(__name__)
@@ -30,6 +32,24 @@ def _sort_key(req):
     if isinstance(req, GenerateRequest):
         return (-req.length(), req.params.to_dict().__repr__(), req.prompt or "", repr(req.messages))
     return (-req.length(), req.text)
+
+
+# contexts that share at least this many leading characters (a few-shot block) stay together
+SHARED_PREFIX_CHARS = 128
+
+
+def order_requests(requests) -> list:
+    """Longest first, except that loglikelihood requests whose contexts share a long prefix (the
+    few-shot examples of a subject) stay next to each other, longest first among themselves, so
+    the chunks a backend gets let it run each shared prefix once."""
+    todo = sorted(requests, key=_sort_key)
+    if len(todo) < 2 or not isinstance(todo[0], LoglikelihoodRequest):
+        return todo
+    contexts = [r.context for r in todo]
+    groups, rest = shared_prefix_groups(contexts, [len(c) for c in contexts], min_prefix=SHARED_PREFIX_CHARS)
+    units = [sorted(members) for _, members in groups] + [[i] for i in rest]
+    units.sort(key=lambda u: u[0])  # by the longest member's place in the length order
+    return [todo[i] for u in units for i in u]
 
 
 class Engine:
@@ -55,7 +75,7 @@ class Engine:
             cached = self.cache.get_many(self.model_key, kind, unique.keys())
             answers.update(cached)
             self.stats["cached"] += len(cached)
-            todo = sorted((r for k, r in unique.items() if k not in cached), key=_sort_key)
+            todo = order_requests(r for k, r in unique.items() if k not in cached)
             if todo:
                 answers.update(self._compute(kind, todo))
             log.info("%s: %d unique requests, %d from cache, %d computed",

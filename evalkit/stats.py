@@ -62,7 +62,10 @@ def wilson_interval(p: float, n: int, z: float = Z95) -> tuple[float, float]:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # at p = 0 (or 1) the bound is exactly 0 (or 1); the formula only reaches it up to rounding
+    low = 0.0 if p <= 0 else max(0.0, centre - half)
+    high = 1.0 if p >= 1 else min(1.0, centre + half)
+    return low, high
 
 
 def bootstrap_corpus(items: Sequence, statistic: Callable[[Sequence], float], seed: int,

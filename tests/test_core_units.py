@@ -10,6 +10,7 @@ import pytest
 from evalkit.backends import make_backend, parse_model_args, split_spec
 from evalkit.backends.base import Backend
 from evalkit.backends.hf import rolling_windows
+from evalkit.backends.shared_prefix import shared_prefix_groups
 from evalkit.cache import ResponseCache
 from evalkit.data import DataError, read_records
 from evalkit.engine import Engine
@@ -72,6 +73,8 @@ def test_mean_metric_binary_uses_wilson_and_analytic_stderr():
     assert 0 <= m.ci_low < 0.75 < m.ci_high <= 1
     z = mean_metric([0.0] * 10)
     assert z.ci_low == 0 and z.ci_high > 0, "Wilson interval is not degenerate at 0"
+    for n in (3, 7, 1319):
+        assert mean_metric([0.0] * n).ci_low == 0.0 and mean_metric([1.0] * n).ci_high == 1.0, "bounds exact at 0 and 1"
 
 
 def test_bootstrap_stderr_is_std_of_replicates_and_seeded():
@@ -99,6 +102,29 @@ def test_rolling_windows_cover_every_token_once():
             if pos:
                 assert ctx == toks[pos - len(ctx): pos]
             pos += len(tgt)
+
+
+def test_shared_prefix_groups_find_few_shot_blocks():
+    shots_a, shots_b = list(range(1000, 1100)), list(range(2000, 2080))
+    seqs = [shots_a + [1, 2, 3], [5, 6], shots_b + [7], shots_a + [4, 5], shots_b + [8, 9, 10],
+            shots_a + [1, 2, 9], shots_a[:20] + [1]]
+    limits = [len(s) - 1 for s in seqs]
+    groups, rest = shared_prefix_groups(seqs, limits)
+    assert sorted((p, sorted(m)) for p, m in groups) == [(80, [2, 4]), (100, [0, 3, 5])]
+    assert sorted(rest) == [1, 6], "short shared prefixes and singletons run alone"
+    # a prefix never reaches into the positions an item reads (its limit)
+    limits[3] = 60
+    groups, _ = shared_prefix_groups(seqs, limits)
+    assert dict((tuple(sorted(m)), p) for p, m in groups)[(0, 3, 5)] == 60
+    # an outlier that would halve the group's prefix starts a group of its own
+    seqs2 = [shots_a + [1], shots_a + [2], shots_a[:40] + [3], shots_a + [4]]
+    groups, rest = shared_prefix_groups(seqs2, [len(s) - 1 for s in seqs2])
+    assert groups == [(100, [0, 1, 3])] and rest == [2]
+    # two clusters that share a shorter prefix with each other are two groups
+    seqs3 = [shots_a + [1], shots_a + [2], shots_a[:40] + shots_b + [3], shots_a[:40] + shots_b + [4]]
+    groups, rest = shared_prefix_groups(seqs3, [len(s) - 1 for s in seqs3])
+    assert sorted((p, sorted(m)) for p, m in groups) == [(100, [0, 1]), (120, [2, 3])] and rest == []
+    assert shared_prefix_groups(["x" * 300 + "a", "x" * 300 + "b", "y"], [400] * 3, min_prefix=128) == ([(300, [0, 1])], [2])
 
 
 class CountingBackend(Backend):

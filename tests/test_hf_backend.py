@@ -83,3 +83,41 @@ def test_seeded_sampling_is_reproducible(hf_backend):
                               GenerateRequest(prompt="Another prompt", params=p)])[0]
     assert [c.text for c in r1] == [c.text for c in r2]
     assert len(r1) == 2
+
+
+def test_shared_few_shot_prefix_runs_once_and_scores_the_same(hf_backend, tiny_model_dir, monkeypatch):
+    from evalkit.backends.hf import HFBackend
+    shots = "".join(f"Question: what is {i} plus {i}?\nA. {i}\nB. {2 * i}\nAnswer: B\n\n" for i in range(8))
+    reqs = []
+    for q in range(6):
+        ctx = shots + f"Question: what is {7 * q} times 3?{' Think.' * q}\nA. {21 * q}\nB. {q}\nAnswer:"
+        reqs += [LoglikelihoodRequest(ctx, " A"), LoglikelihoodRequest(ctx, " B"),
+                 LoglikelihoodRequest(ctx, f" {21 * q}, because seven times three is twenty-one")]
+    reqs.append(LoglikelihoodRequest("Unrelated short context", " here"))
+    prefix_runs = []
+    real = hf_backend._forward_shared_prefix
+    monkeypatch.setattr(hf_backend, "_forward_shared_prefix",
+                        lambda inputs, conts, p, members, read: prefix_runs.append((p, len(members)))
+                        or real(inputs, conts, p, members, read))
+    shared = hf_backend.loglikelihood(reqs)
+    assert len(prefix_runs) == 1 and prefix_runs[0][1] == 12, "6 questions x (1 single-token group + 1 long answer)"
+    assert prefix_runs[0][0] >= len(hf_backend.encode(shots)) - 2
+    plain = HFBackend(tiny_model_dir, threads=hf_backend.torch.get_num_threads(), share_prefix=False)
+    plain._model = hf_backend.model  # same weights, no second load
+    alone = plain.loglikelihood(reqs)
+    for a, b in zip(shared, alone):
+        assert a.logprob == pytest.approx(b.logprob, abs=2e-4) and a.is_greedy == b.is_greedy
+
+
+def test_cached_rerun_loads_neither_tokenizer_nor_weights(tiny_model_dir, tmp_path):
+    from evalkit.backends.hf import HFBackend
+    from evalkit.cache import ResponseCache
+    from evalkit.engine import Engine
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    reqs = [LoglikelihoodRequest("The sky is", " blue"), RollingRequest("Short text to score.")]
+    first = Engine(HFBackend(tiny_model_dir, threads=1), cache).run(reqs)
+    backend = HFBackend(tiny_model_dir, threads=1)
+    assert backend.max_length == 8192, "context window read from config.json"
+    again = Engine(backend, cache).run(reqs)
+    assert again == first
+    assert backend._tokenizer is None and backend._model is None and backend._config is None

@@ -7,6 +7,7 @@ greedy (or seeded sampling) with stop sequences cut from the decoded text.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections import OrderedDict
@@ -14,6 +15,7 @@ from typing import Optional, Sequence
 
 from evalkit import models
 from evalkit.backends.base import Backend
+from evalkit.backends.shared_prefix import shared_prefix_groups
 from evalkit.backends.tokenization import TokenizerMixin, rolling_windows  # noqa: F401 (rolling_windows re-exported)
 from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult, RollingRequest
 
@@ -22,15 +24,23 @@ log = logging.getLogger(__name__)
 _HUGE_MAX_LEN = 1000000000000000019884624838656
 
 
+def _read_json(path: str) -> Optional[dict]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 class HFBackend(TokenizerMixin, Backend):
     name = "hf"
 
     def __init__(self, model: str, revision: Optional[str] = None, dtype: str = "auto", device: str = "auto",
                  batch_size="auto", max_length: Optional[int] = None, max_gen_toks: int = 256,
                  trust_remote_code: bool = False, threads: Optional[int] = None, add_bos_token: bool = False,
-                 token_budget: Optional[int] = None, chunk_size: Optional[int] = None):
+                 token_budget: Optional[int] = None, chunk_size: Optional[int] = None, share_prefix: bool = True):
         import torch
-        from transformers import AutoConfig, AutoTokenizer
 
         threads = threads or os.environ.get("EVALKIT_TORCH_THREADS")
         if threads:
@@ -48,16 +58,13 @@ class HFBackend(TokenizerMixin, Backend):
         local = os.path.isdir(self.source)
         snapshot = self.source if local else models.hub_snapshot(self.source, revision)
         load_from = snapshot or self.source
-        self.tokenizer = AutoTokenizer.from_pretrained(load_from, revision=None if snapshot else revision,
-                                                       trust_remote_code=trust_remote_code)
-        self.config = AutoConfig.from_pretrained(load_from, revision=None if snapshot else revision,
-                                                 trust_remote_code=trust_remote_code)
-        # weights load on first use: a run answered entirely from the cache never loads them
+        # tokenizer, config and weights all load on first use: a run answered entirely from the
+        # cache never imports transformers' model code nor reads the weights
         self._load_args = (load_from, None if snapshot else revision, torch_dtype, trust_remote_code)
-        self._model = None
-        if self.tokenizer.pad_token_id is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self._tokenizer = self._config = self._model = None
         self.add_bos_token = bool(add_bos_token)
+        # run a prefix that many scored sequences share (few-shot examples) once, from its KV cache
+        self.share_prefix = share_prefix if isinstance(share_prefix, bool) else str(share_prefix).lower() in ("1", "true", "yes")
         self._max_length = int(max_length) if max_length else None
         self.max_gen_toks = int(max_gen_toks)
         self.batch_size = batch_size
@@ -70,6 +77,25 @@ class HFBackend(TokenizerMixin, Backend):
             "add_bos_token": self.add_bos_token,
             "content": models.directory_identity(load_from, hash_weights=local) if snapshot else None,
         }
+
+    @property
+    def tokenizer(self):
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+            path, revision, _, trust = self._load_args
+            tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=trust)
+            if tokenizer.pad_token_id is None:
+                tokenizer.pad_token = tokenizer.eos_token
+            self._tokenizer = tokenizer
+        return self._tokenizer
+
+    @property
+    def config(self):
+        if self._config is None:
+            from transformers import AutoConfig
+            path, revision, _, trust = self._load_args
+            self._config = AutoConfig.from_pretrained(path, revision=revision, trust_remote_code=trust)
+        return self._config
 
     @property
     def model(self):
@@ -92,11 +118,24 @@ class HFBackend(TokenizerMixin, Backend):
     def max_length(self) -> int:
         if self._max_length:
             return self._max_length
-        for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
+        self._max_length = self._context_window()
+        return self._max_length
+
+    def _context_window(self) -> int:
+        """The model's context length, as lm-eval's HFLM finds it: config first, then the tokenizer's
+        model_max_length, then 2048. Read from the JSON files when they are local, so that a cached
+        rerun needs neither transformers' config classes nor the tokenizer."""
+        folder = self._load_args[0]
+        cfg = _read_json(os.path.join(folder, "config.json"))
+        keys = ("n_positions", "max_position_embeddings", "n_ctx")
+        if cfg is not None and any(k in cfg for k in keys):
+            return int(next(cfg[k] for k in keys if k in cfg))
+        for attr in keys:
             if hasattr(self.config, attr):
                 return int(getattr(self.config, attr))
-        tml = getattr(self.tokenizer, "model_max_length", None)
-        if tml and tml != _HUGE_MAX_LEN:
+        tok_cfg = _read_json(os.path.join(folder, "tokenizer_config.json"))
+        tml = tok_cfg.get("model_max_length") if tok_cfg is not None else getattr(self.tokenizer, "model_max_length", None)
+        if tml and int(tml) != _HUGE_MAX_LEN:
             return int(tml)
         return 2048
 
@@ -146,23 +185,71 @@ class HFBackend(TokenizerMixin, Backend):
             inputs.append(whole[:-1])
             conts.append(len(cont))
         results: list[Optional[LoglikelihoodResult]] = [None] * len(pairs)
-        for batch in self._batches([len(x) for x in inputs]):
+
+        def read(b: int, logits) -> None:
+            """Fill the results of input ``b`` from the logits of its last ``conts[b]`` positions."""
+            # log-softmax only where the continuation is read (the vocab is large)
+            lp = self.torch.log_softmax(logits.float(), dim=-1)  # [n_cont, V]
+            greedy = lp.argmax(dim=-1)
+            for i in groups[keys[b]]:
+                cont = pairs[i][1]
+                if keys[b][1] is None:  # single-token group: read this item's token
+                    tok = cont[0]
+                    results[i] = LoglikelihoodResult(float(lp[-1, tok]), bool(greedy[-1] == tok))
+                else:
+                    t = self.torch.tensor(cont, device=lp.device)
+                    results[i] = LoglikelihoodResult(float(lp.gather(1, t[:, None]).sum()),
+                                                     bool((greedy == t).all()))
+
+        rest = list(range(len(inputs)))
+        if self.share_prefix:
+            shared, rest = shared_prefix_groups(inputs, [len(x) - n for x, n in zip(inputs, conts)])
+            for prefix_len, members in shared:
+                self._forward_shared_prefix(inputs, conts, prefix_len, members, read)
+        rest.sort()  # longest first, as ``keys`` is
+        for sub in self._batches([len(inputs[b]) for b in rest]):
+            batch = [rest[k] for k in sub]
             logits = self._forward_logits([inputs[b] for b in batch])
             for row, b in enumerate(batch):
                 n_in, n_cont = len(inputs[b]), conts[b]
-                # log-softmax only where the continuation is read (the vocab is large)
-                lp = self.torch.log_softmax(logits[row, n_in - n_cont: n_in].float(), dim=-1)  # [n_cont, V]
-                greedy = lp.argmax(dim=-1)
-                for i in groups[keys[b]]:
-                    cont = pairs[i][1]
-                    if keys[b][1] is None:  # single-token group: read this item's token
-                        tok = cont[0]
-                        results[i] = LoglikelihoodResult(float(lp[-1, tok]), bool(greedy[-1] == tok))
-                    else:
-                        t = self.torch.tensor(cont, device=lp.device)
-                        results[i] = LoglikelihoodResult(float(lp.gather(1, t[:, None]).sum()),
-                                                         bool((greedy == t).all()))
+                read(b, logits[row, n_in - n_cont: n_in])
         return results
+
+    def _forward_shared_prefix(self, inputs, conts, prefix_len: int, members: list[int], read) -> None:
+        """Run ``inputs[members]``, which all start with the same ``prefix_len`` tokens: the prefix
+        once, then the suffixes in batches on top of its key/value cache (left-padded, with their
+        true positions), keeping logits only for the positions that are read."""
+        import copy
+
+        torch = self.torch
+        prefix = inputs[members[0]][:prefix_len]
+        with torch.inference_mode():
+            cache = self.model(input_ids=torch.tensor([prefix], device=self.device), use_cache=True).past_key_values
+        members = sorted(members, key=lambda b: -len(inputs[b]))
+        i = 0
+        while i < len(members):
+            width = len(inputs[members[i]]) - prefix_len
+            n = max(1, min(self.token_budget // width, 2 * self.token_budget // (prefix_len + width)))
+            batch = members[i: i + n]
+            i += n
+            keep = max(conts[b] for b in batch)
+            ids = torch.full((len(batch), width), self.tokenizer.pad_token_id or 0, dtype=torch.long)
+            mask = torch.zeros((len(batch), prefix_len + width), dtype=torch.long)
+            mask[:, :prefix_len] = 1
+            pos = torch.zeros((len(batch), width), dtype=torch.long)
+            for row, b in enumerate(batch):
+                suffix = inputs[b][prefix_len:]
+                ids[row, width - len(suffix):] = torch.tensor(suffix)
+                mask[row, prefix_len + width - len(suffix):] = 1
+                pos[row, width - len(suffix):] = torch.arange(prefix_len, prefix_len + len(suffix))
+            past = copy.deepcopy(cache)
+            past.batch_repeat_interleave(len(batch))
+            with torch.inference_mode():
+                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                    position_ids=pos.to(self.device), past_key_values=past, use_cache=True,
+                                    logits_to_keep=keep).logits
+                for row, b in enumerate(batch):
+                    read(b, logits[row, keep - conts[b]:])
 
     def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[float]:
         windows, owner = [], []
