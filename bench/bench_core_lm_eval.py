@@ -176,4 +176,5 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from results_md import record_run
+    sys.exit(record_run("core_lm_eval", main))

@@ -4,7 +4,8 @@ Both harnesses run the same command a user would (model load, prompt building, g
 scoring, writing results) on the first N GSM8K test items, lm-eval's 5-shot format (first five
 train examples, as evalkit's gsm8k; lm-eval's yaml draws them at random, so the peer runs with
 sampler first_n), greedy, the same max_gen_toks, float32, max_model_len and eager mode, each in its
-own process, one after the other. It prints both wall times, their ratio (goal >= 1.5x), and how
+own process, one after the other. On a CPU build evalkit gives the engine every core (vLLM keeps
+one for a serving front end by default); --peer-all-cores gives lm-eval the same. It prints both wall times, their ratio (goal >= 1.5x), and how
 many prompts, generations and scores are identical; the JSON goes to bench/out/gsm8k_vllm.json.
 
     python bench/bench_gsm8k_vllm.py [--limit 100] [--max-gen-toks 256] [--model DIR]
@@ -58,6 +59,9 @@ def main() -> int:
     ap.add_argument("--max-model-len", type=int, default=2048)
     ap.add_argument("--kv-cache-gib", default="8", help="VLLM_CPU_KVCACHE_SPACE for both (CPU build)")
     ap.add_argument("--model", default=None, help="HF model dir (default: the bundled smollm2-135m)")
+    ap.add_argument("--peer-all-cores", action="store_true",
+                    help="give lm-eval's engine every core too (VLLM_CPU_NUM_OF_RESERVED_CPU=0, evalkit's CPU "
+                         "default); without it the peer runs with vLLM's default, one core kept for a front end")
     ap.add_argument("--lm-eval-cli", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.lm_eval_cli is not None:
@@ -81,7 +85,8 @@ def main() -> int:
               "--data", f"gsm8k={DATA / 'gsm8k'}", "--gen-kwargs", f"max_tokens={a.max_gen_toks}",
               "--output", str(tmp / "ek"), "--cache-dir", str(tmp / "ek_cache")]
     print(f"running lm-eval vllm on {a.limit} gsm8k items ...", flush=True)
-    t_ref = timed(lm_cmd, env, tmp / "lm.log")
+    peer_env = {**env, "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"} if a.peer_all_cores else env
+    t_ref = timed(lm_cmd, peer_env, tmp / "lm.log")
     print(f"running evalkit vllm on {a.limit} gsm8k items ...", flush=True)
     t_ours = timed(ek_cmd, env, tmp / "ek.log")
 
@@ -102,7 +107,7 @@ def main() -> int:
              "lm_eval_flexible": sum(r["flexible-extract"] for r in ref.values()) / len(ref),
              "evalkit_strict": record["tasks"]["gsm8k"]["metrics"]["exact_match_strict"]["value"],
              "evalkit_flexible": record["tasks"]["gsm8k"]["metrics"]["exact_match_flexible"]["value"]}
-    report = {"items": n, "model": a.model, "max_gen_toks": a.max_gen_toks, "max_model_len": a.max_model_len,
+    report = {"items": n, "model": a.model, "peer_all_cores": a.peer_all_cores, "max_gen_toks": a.max_gen_toks, "max_model_len": a.max_model_len,
               "identical_prompts": same_prompt, "identical_generations": same_text,
               "same_strict": same_strict, "same_flexible": same_flex, "scores": score,
               "lm_eval_s": t_ref, "evalkit_s": t_ours, "speed_ratio": t_ref / t_ours,
@@ -121,4 +126,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from results_md import record_run
+    sys.exit(record_run("gsm8k_vllm", main, skip_flags=("--lm-eval-cli",), variant_flags=("--peer-all-cores",)))

@@ -96,4 +96,5 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from results_md import record_run
+    sys.exit(record_run("harness", main))

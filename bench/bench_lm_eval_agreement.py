@@ -337,4 +337,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from results_md import record_run
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--only")
+    only = pre.parse_known_args()[0].only  # each selection keeps its own section of RESULTS.md
+    sys.exit(record_run("lm_eval_agreement" + (f"-{only.replace(',', '-')}" if only else ""), main))

@@ -124,4 +124,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from results_md import record_run
+    sys.exit(record_run("sandbox", main))

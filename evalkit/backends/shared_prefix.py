@@ -23,6 +23,20 @@ def common_prefix_len(a: Sequence, b: Sequence) -> int:
     return lo
 
 
+def prefix_runs(seqs: Sequence[Sequence], limits: Sequence[int], min_prefix: int) -> list[tuple[list[int], list[int]]]:
+    """Maximal runs of lexicographic neighbours that share at least ``min_prefix`` elements, as
+    ``(indices, shared)`` where ``shared[k]`` is the prefix (capped by ``limits``) that indices k
+    and k+1 share; a sequence without such a neighbour is a run of one."""
+    order = sorted(range(len(seqs)), key=lambda i: seqs[i])
+    shared = [min(common_prefix_len(seqs[a], seqs[b]), limits[a], limits[b]) for a, b in zip(order, order[1:])]
+    runs, start = [], 0
+    for k in range(len(order)):
+        if k == len(shared) or shared[k] < min_prefix:  # a run ends at order[k]
+            runs.append((order[start:k + 1], shared[start:k]))
+            start = k + 1
+    return runs
+
+
 def shared_prefix_groups(seqs: Sequence[Sequence], limits: Sequence[int],
                          min_prefix: int = 32) -> tuple[list[tuple[int, list[int]]], list[int]]:
     """Split ``seqs`` into groups of two or more sequences that share a prefix of at least
@@ -30,25 +44,19 @@ def shared_prefix_groups(seqs: Sequence[Sequence], limits: Sequence[int],
 
     ``limits[i]`` caps how much of sequence i may go into a prefix (a backend must compute the
     positions whose outputs it reads with the suffix). Returns ``([(prefix_len, [indices]), ...],
-    [other indices])``. In lexicographic order sequences sharing the longest prefixes sit next to
-    each other; a run of neighbours is one group, or is split where the shared prefix is shortest
-    when that saves more (``(members - 1) * prefix`` elements not recomputed), so one outlier
-    cannot shrink the prefix of a whole group.
+    [other indices])``. A run of neighbours (``prefix_runs``) is one group, or is split where the
+    shared prefix is shortest when that saves more (``(members - 1) * prefix`` elements not
+    recomputed), so one outlier cannot shrink the prefix of a whole group.
     """
-    order = sorted(range(len(seqs)), key=lambda i: seqs[i])
-    shared = [min(common_prefix_len(seqs[a], seqs[b]), limits[a], limits[b]) for a, b in zip(order, order[1:])]
     groups: list[tuple[int, list[int]]] = []
     rest: list[int] = []
-    start = 0
-    for k in range(len(order)):
-        if k == len(shared) or shared[k] < min_prefix:  # a run of neighbours ends at order[k]
-            if k > start:
-                _, run_groups, singles = _best_split(order[start:k + 1], shared[start:k], depth=0)
-                groups.extend(run_groups)
-                rest.extend(singles)
-            else:
-                rest.append(order[k])
-            start = k + 1
+    for members, shared in prefix_runs(seqs, limits, min_prefix):
+        if len(members) == 1:
+            rest.extend(members)
+            continue
+        _, run_groups, singles = _best_split(members, shared, depth=0)
+        groups.extend(run_groups)
+        rest.extend(singles)
     return groups, rest
 
 

@@ -24,6 +24,7 @@ prefix cache than with the CPU default of 128.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import gc
 import logging
@@ -86,6 +87,27 @@ def _lora_targets(paths) -> Optional[list[str]]:
     return sorted(out) or None
 
 
+@contextlib.contextmanager
+def _offline_cpu_binding(on_cpu: bool):
+    """Let the CPU engine compute on every core this process may use.
+
+    vLLM's CPU build keeps one core per engine free for a serving front end (its default
+    ``VLLM_CPU_NUM_OF_RESERVED_CPU``); in offline batch mode the front end is this process, which
+    waits while the engine works, so on a 2-core machine the reservation halves the speed (GSM8K
+    through vLLM on 2 cores: 54 s of engine time with the reservation, 33 s without, identical
+    outputs). A user's own VLLM_CPU_* binding settings always win; the engine process inherits
+    the setting when it starts, and this process's environment is restored afterwards."""
+    keys = ("VLLM_CPU_NUM_OF_RESERVED_CPU", "VLLM_CPU_OMP_THREADS_BIND")
+    if not on_cpu or any(k in os.environ for k in keys):
+        yield
+        return
+    os.environ["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
+    try:
+        yield
+    finally:
+        os.environ.pop("VLLM_CPU_NUM_OF_RESERVED_CPU", None)
+
+
 class VLLMBackend(TokenizerMixin, Backend):
     name = "vllm"
 
@@ -137,7 +159,8 @@ class VLLMBackend(TokenizerMixin, Backend):
             engine_args.update(enable_lora=True, max_lora_rank=int(rank), max_loras=1,
                                lora_target_modules=_lora_targets(self.adapter_paths.values()))
         self.engine_args = {k: v for k, v in engine_args.items() if v is not None}
-        self.llm = LLM(**self.engine_args)
+        with _offline_cpu_binding(on_cpu):
+            self.llm = LLM(**self.engine_args)
         self._owner = True
         self.tokenizer = self.llm.get_tokenizer()
         self.model_max_len = int(self.llm.model_config.max_model_len)
