@@ -1,7 +1,7 @@
 """vLLM backend (``--model vllm:<dir or hub id>``): one offline engine per run.
 
-The engine is created once; every chunk of requests the evalkit engine hands over goes to it as one
-``LLM.generate`` batch, so vLLM's scheduler (continuous batching, PagedAttention, prefix caching)
+The engine is created once, on first use (a run answered from the cache never starts it); every
+chunk of requests the evalkit engine hands over goes to it as one ``LLM.generate`` batch, so vLLM's scheduler (continuous batching, PagedAttention, prefix caching)
 decides how to run it. Numerics follow the hf backend (and lm-eval's HFLM): the same pair encoding
 (trailing context whitespace moves into the continuation), the same left truncation to
 ``max_length`` input tokens, the same disjoint perplexity windows behind a BOS (else EOS) token.
