@@ -121,3 +121,23 @@ def test_cached_rerun_loads_neither_tokenizer_nor_weights(tiny_model_dir, tmp_pa
     again = Engine(backend, cache).run(reqs)
     assert again == first
     assert backend._tokenizer is None and backend._model is None and backend._config is None
+
+
+def test_prefix_sharing_falls_back_for_models_without_the_cache_api(hf_backend, tiny_model_dir):
+    from evalkit.backends.hf import HFBackend
+    real = hf_backend.model
+
+    class OldForward:  # a model whose forward takes no logits_to_keep (remote code, old transformers)
+        def __call__(self, input_ids, attention_mask=None, **kw):
+            if "logits_to_keep" in kw:
+                raise TypeError("forward() got an unexpected keyword argument 'logits_to_keep'")
+            return real(input_ids=input_ids, attention_mask=attention_mask, **kw)
+
+    old = HFBackend(tiny_model_dir, threads=hf_backend.torch.get_num_threads())
+    old._model = OldForward()
+    shots = "".join(f"Example {i}: the sum of {i} and {i} is {2 * i}.\n" for i in range(10))
+    reqs = [LoglikelihoodRequest(shots + f"Question {q}: is it true?\nAnswer:", c) for q in range(3) for c in (" yes", " no")]
+    got = old.loglikelihood(reqs)
+    assert old.share_prefix is False, "switched off after the first failure"
+    for a, b in zip(got, hf_backend.loglikelihood(reqs)):
+        assert a.logprob == pytest.approx(b.logprob, abs=2e-4)

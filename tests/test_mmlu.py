@@ -164,14 +164,17 @@ def test_mmlu_end_to_end_one_forward_pass_per_question(hf_backend, tmp_path, mon
     from evalkit.cache import ResponseCache
     from evalkit.records import load_run
     from evalkit.runner import RunConfig, evaluate
-    rows = []
-    real = hf_backend._forward_logits
+    rows, prefixes = [], []
+    real, real_shared = hf_backend._forward_logits, hf_backend._forward_shared_prefix
     monkeypatch.setattr(hf_backend, "_forward_logits", lambda seqs: rows.append(len(seqs)) or real(seqs))
+    monkeypatch.setattr(hf_backend, "_forward_shared_prefix", lambda inputs, conts, p, members, read:
+                        rows.append(len(members)) or prefixes.append(p) or real_shared(inputs, conts, p, members, read))
     data = str(shared("mmlu"))
     cache = ResponseCache(tmp_path / "cache" / "responses.sqlite")
     cfg = RunConfig(tasks=["mmlu"], limit=3, num_fewshot=1, data_paths={"mmlu": data})
     out = evaluate(hf_backend, cfg, cache, str(tmp_path / "results"), progress=False)
     assert sum(rows) == 3  # 3 questions x 4 one-token choices: one row per question
+    assert len(prefixes) == 1 and prefixes[0] > 50, "the subject's header and 1-shot example run once"
     run = load_run(out["run"]["path"])
     t = run.tasks["mmlu"]
     assert t["n_docs"] == 3 and {"acc", "acc_norm", "acc_macro", "acc_norm_macro"} <= set(t["metrics"])

@@ -205,7 +205,15 @@ class HFBackend(TokenizerMixin, Backend):
         if self.share_prefix:
             shared, rest = shared_prefix_groups(inputs, [len(x) - n for x, n in zip(inputs, conts)])
             for prefix_len, members in shared:
-                self._forward_shared_prefix(inputs, conts, prefix_len, members, read)
+                if self.share_prefix:
+                    try:
+                        self._forward_shared_prefix(inputs, conts, prefix_len, members, read)
+                        continue
+                    except (TypeError, AttributeError, NotImplementedError) as e:  # e.g. remote code without
+                        log.warning("hf backend: %s cannot continue from a cached prefix (%s); scoring whole "
+                                    "sequences instead", self.display_name, e)  # logits_to_keep / cache API
+                        self.share_prefix = False
+                rest.extend(members)
         rest.sort()  # longest first, as ``keys`` is
         for sub in self._batches([len(inputs[b]) for b in rest]):
             batch = [rest[k] for k in sub]
