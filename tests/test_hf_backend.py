@@ -136,7 +136,8 @@ def test_prefix_sharing_falls_back_for_models_without_the_cache_api(hf_backend, 
     old = HFBackend(tiny_model_dir, threads=hf_backend.torch.get_num_threads())
     old._model = OldForward()
     shots = "".join(f"Example {i}: the sum of {i} and {i} is {2 * i}.\n" for i in range(10))
-    reqs = [LoglikelihoodRequest(shots + f"Question {q}: is it true?\nAnswer:", c) for q in range(3) for c in (" yes", " no")]
+    reqs = [LoglikelihoodRequest(shots + f"Question {q}: is it true?\nAnswer:", c)
+            for q in range(3) for c in (" yes", " no")]
     got = old.loglikelihood(reqs)
     assert old.share_prefix is False, "switched off after the first failure"
     for a, b in zip(got, hf_backend.loglikelihood(reqs)):

@@ -222,7 +222,8 @@ def test_cached_rerun_starts_no_engine(vllm_backend, tiny_model_dir, tmp_path):
     from evalkit.engine import Engine
 
     cache = ResponseCache(tmp_path / "responses.sqlite")
-    reqs = [LoglikelihoodRequest(MC_CTX, " B"), GenerateRequest(prompt="Count: 1, 2, 3,", params=GenParams(max_tokens=6))]
+    reqs = [LoglikelihoodRequest(MC_CTX, " B"),
+            GenerateRequest(prompt="Count: 1, 2, 3,", params=GenParams(max_tokens=6))]
     first = Engine(vllm_backend, cache, progress=False).run(reqs)
     # the same model and arguments again: what the engine resolved is remembered, nothing starts
     again = VLLMBackend(tiny_model_dir, dtype="float32", lora=vllm_backend.adapter_paths, progress=False)

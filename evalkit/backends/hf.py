@@ -64,7 +64,8 @@ class HFBackend(TokenizerMixin, Backend):
         self._tokenizer = self._config = self._model = None
         self.add_bos_token = bool(add_bos_token)
         # run a prefix that many scored sequences share (few-shot examples) once, from its KV cache
-        self.share_prefix = share_prefix if isinstance(share_prefix, bool) else str(share_prefix).lower() in ("1", "true", "yes")
+        self.share_prefix = share_prefix if isinstance(share_prefix, bool) else \
+            str(share_prefix).lower() in ("1", "true", "yes")
         self._max_length = int(max_length) if max_length else None
         self.max_gen_toks = int(max_gen_toks)
         self.batch_size = batch_size
@@ -134,7 +135,8 @@ class HFBackend(TokenizerMixin, Backend):
             if hasattr(self.config, attr):
                 return int(getattr(self.config, attr))
         tok_cfg = _read_json(os.path.join(folder, "tokenizer_config.json"))
-        tml = tok_cfg.get("model_max_length") if tok_cfg is not None else getattr(self.tokenizer, "model_max_length", None)
+        tml = tok_cfg.get("model_max_length") if tok_cfg is not None else \
+            getattr(self.tokenizer, "model_max_length", None)
         if tml and int(tml) != _HUGE_MAX_LEN:
             return int(tml)
         return 2048
