@@ -6,21 +6,12 @@ but run id, timings and engine counters (which are summed).
 """
 from __future__ import annotations
 
-import datetime as _dt
 from pathlib import Path
 
-from evalkit import registry
-from evalkit.records import SCHEMA_VERSION, load_run, write_run
-from evalkit.runner import RunConfig, run_id_for, task_result
+from evalkit.records import load_run, new_run, write_run
+from evalkit.run_config import RunConfig
+from evalkit.runner import make_task, score_task
 from evalkit.task import Sample
-
-
-def config_from_record(cfg: dict) -> RunConfig:
-    return RunConfig(tasks=list(cfg["tasks"]), limit=cfg.get("limit"), seed=cfg.get("seed", 1234),
-                     num_fewshot=cfg.get("num_fewshot"), apply_chat_template=cfg.get("apply_chat_template", False),
-                     system_prompt=cfg.get("system_prompt"), data_paths=cfg.get("data_paths") or {},
-                     task_options=cfg.get("task_options") or {}, gen_overrides=cfg.get("gen_overrides") or {},
-                     tags=cfg.get("tags") or [], shard=tuple(cfg["shard"]) if cfg.get("shard") else None)
 
 
 def _comparable(cfg: dict) -> dict:
@@ -46,7 +37,7 @@ def merge_runs(paths: list, output_dir) -> Path:
     if any(n != count for _, n in shards) or sorted(i for i, _ in shards) != list(range(count)):
         raise ValueError(f"shards {sorted(shards)} do not cover 0..{count - 1} exactly once")
 
-    config = config_from_record(first["config"])
+    config = RunConfig.from_record(first["config"])
     config.shard = None
     tasks_out, samples_out = {}, {}
     for name in config.tasks:
@@ -54,12 +45,9 @@ def merge_runs(paths: list, output_dir) -> Path:
         if any("doc_index" not in row for row in rows):
             raise ValueError(f"task {name}: shard samples lack doc_index (written by an older evalkit)")
         rows.sort(key=lambda row: row["doc_index"])
-        task = registry.get_task_class(name)(data_path=config.data_paths.get(name),
-                                             **config.task_options.get(name, {}))
-        entry, new_rows = task_result(task, [Sample.from_dict(row) for row in rows], config)
-        for new, old in zip(new_rows, rows):
-            new["doc_index"] = old["doc_index"]
-        tasks_out[name], samples_out[name] = entry, new_rows
+        samples = [Sample.from_dict(row) for row in rows]
+        tasks_out[name], samples_out[name] = score_task(make_task(name, config), samples, config,
+                                                        [row["doc_index"] for row in rows])
 
     engine, timings = {}, {}
     for r in recs:
@@ -67,17 +55,7 @@ def merge_runs(paths: list, output_dir) -> Path:
             engine[k] = engine.get(k, 0) + v
         for k, v in r.data.get("timings", {}).items():
             timings[k] = round(max(timings.get(k, 0), v), 3)  # shards run side by side: wall = slowest
-    run = {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id_for(first["model"]["name"]),
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "model": first["model"],
-        "config": {**first["config"], "shard": None},
-        "tasks": tasks_out,
-        "versions": first.get("versions"),
-        "git_sha": first.get("git_sha"),
-        "engine": engine,
-        "timings": timings,
-        "merged_from": [r.run_id for r in recs],
-    }
+    head = recs[0].run
+    run = new_run("merge", head.model, {**first["config"], "shard": None}, tasks_out, versions=head.versions,
+                  git_sha=head.git_sha, engine=engine, timings=timings, merged_from=[r.run_id for r in recs])
     return write_run(output_dir, run, samples_out)

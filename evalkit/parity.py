@@ -21,10 +21,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-from evalkit.engine import Engine
+from evalkit import runner
 from evalkit.requests import Completion, LoglikelihoodResult
-from evalkit.runner import RunConfig, build_requests, load_tasks, task_result
-from evalkit.task import RunContext
+from evalkit.runner import RunConfig
 
 
 @dataclass
@@ -38,20 +37,15 @@ class Collected:
 
 
 def collect(backend, config: RunConfig, cache, progress=False) -> Collected:
-    ctx = RunContext(seed=config.seed, num_fewshot=config.num_fewshot, apply_chat_template=config.apply_chat_template,
-                     system_prompt=config.system_prompt, gen_overrides=config.gen_overrides,
-                     render_chat=getattr(backend, "apply_chat_template", None))
-    task_runs = load_tasks(config)
-    build_requests(task_runs, ctx)
-    requests = [r for tr in task_runs for reqs in tr.requests for r in reqs]
-    answers = Engine(backend, cache, progress=progress).run(requests)
+    """The run's plan and answer phases on one backend, then its score phase, keeping the raw answers."""
+    p = runner.plan(config, backend)
+    answers, _ = runner.answer(p, backend, cache, progress)
+    entries, rows = runner.score(p, answers)
     out = Collected(backend.display_name, backend.name, backend.identity_hash())
-    for tr in task_runs:
-        per_doc = [[answers[r.key()] for r in reqs] for reqs in tr.requests]
-        samples = tr.task.score_all(tr.docs, per_doc, ctx)
-        entry, rows = task_result(tr.task, samples, config)
-        out.tasks[tr.task.name] = {"requests": tr.requests, "answers": per_doc, "rows": rows, "entry": entry,
-                                   "output_type": tr.task.output_type}
+    for tr in p.task_runs:
+        name = tr.task.name
+        out.tasks[name] = {"requests": tr.requests, "answers": [[answers[r.key()] for r in reqs] for reqs in tr.requests],
+                           "rows": rows[name], "entry": entries[name].to_dict(), "output_type": tr.task.output_type}
     return out
 
 

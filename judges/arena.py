@@ -15,7 +15,6 @@ ties}`` and the matrices in ``tasks["arena"]["extra"]``.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import itertools
 import math
 import time
@@ -31,8 +30,7 @@ import numpy as np
 from evalkit.arena import (Battle, battle_count_matrix, compute_bt, compute_online_elo, rating_table,
                            win_rate_matrix, write_battles)
 from evalkit.data import DataError, read_records
-from evalkit.records import SCHEMA_VERSION, write_run
-from evalkit.runner import git_sha, package_versions, run_id_for
+from evalkit.records import ModelInfo, TaskEntry, new_run, write_run
 from evalkit.task import Doc, content_hash
 from evalkit.tasks.mt_bench import MTBench, load_references
 
@@ -210,37 +208,28 @@ def arena_record(summary: dict, battles: Sequence[Battle], source: dict, config:
     models = summary["order"]
     fingerprint = content_hash([b.to_dict() for b in battles])
     judges = Counter(b.judge or "unknown" for b in battles)
-    entry = {
-        "version": "1",
-        "description": f"pairwise arena: {summary['method'].upper()} ratings over {len(battles)} battles",
-        "output_type": "pairwise",
-        "config": {"name": TASK, **{k: summary[k] for k in ("method", "point", "rounds", "seed", "anchor",
-                                                             "anchor_rating")}},
-        "num_fewshot": 0, "n_docs": len(battles), "dataset_fingerprint": fingerprint,
-        "prompt_hash": content_hash(sorted({str(b.prompt_id) for b in battles})),
-        "data_source": source.get("battles") or source.get("prompts"),
-        "metrics": {}, "breakdowns": {},
-        "ratings": summary["ratings"],
-        "extra": {"win_rate_matrix": summary["win_rate_matrix"],
-                  "win_rate_matrix_ties_half": summary["win_rate_matrix_ties_half"],
-                  "battle_count_matrix": summary["battle_count_matrix"],
-                  "outcomes": dict(Counter(b.winner for b in battles)), "judges": dict(judges),
-                  "warnings": summary["warnings"], **source},
-    }
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id_for(f"arena-{len(models)}-models"),
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "model": {"spec": ",".join(models),
-                  "name": f"arena({len(models)} models)", "backend": "arena", "args": {},
-                  "identity": {"models": models, "battles": fingerprint}, "identity_hash": fingerprint},
-        **({"judge": judge} if judge else {}),
-        "config": {"tasks": [TASK], "seed": config.get("seed"), "tags": config.get("tags", []), "arena": config,
-                   "contestants": contestants},
-        "tasks": {TASK: entry},
-        "versions": package_versions(), "git_sha": git_sha(),
-        "engine": engine or {}, "timings": timings or {},
-    }
+    entry = TaskEntry(
+        version="1",
+        description=f"pairwise arena: {summary['method'].upper()} ratings over {len(battles)} battles",
+        output_type="pairwise",
+        config={"name": TASK, **{k: summary[k] for k in ("method", "point", "rounds", "seed", "anchor",
+                                                          "anchor_rating")}},
+        num_fewshot=0, n_docs=len(battles), dataset_fingerprint=fingerprint,
+        prompt_hash=content_hash(sorted({str(b.prompt_id) for b in battles})),
+        data_source=source.get("battles") or source.get("prompts"),
+        ratings=summary["ratings"],
+        extra={"win_rate_matrix": summary["win_rate_matrix"],
+               "win_rate_matrix_ties_half": summary["win_rate_matrix_ties_half"],
+               "battle_count_matrix": summary["battle_count_matrix"],
+               "outcomes": dict(Counter(b.winner for b in battles)), "judges": dict(judges),
+               "warnings": summary["warnings"], **source})
+    model = ModelInfo(spec=",".join(models), name=f"arena({len(models)} models)", backend="arena",
+                      identity={"models": models, "battles": fingerprint}, identity_hash=fingerprint)
+    config_block = {"tasks": [TASK], "seed": config.get("seed"), "tags": config.get("tags", []), "arena": config,
+                    "contestants": contestants}
+    run = new_run("arena", model, config_block, {TASK: entry}, label=f"arena-{len(models)}-models", judge=judge,
+                  engine=engine or {}, timings=timings or {})
+    return run.to_dict()
 
 
 def write_arena(output_dir: str, run: dict, battles: Sequence[Battle], samples: Optional[list] = None) -> str:

@@ -220,7 +220,7 @@ class GPQADiamondCoT(_GPQABase, GenerationTask):
     gen_params = GenParams(max_tokens=2048, temperature=0.0)
     higher_is_better = {"first_last_differ": False, "no_answer": False}
 
-    def prompt_text(self, doc, ctx):
+    def build_prompt_text(self, doc, ctx):
         if ctx.num_fewshot:
             raise ValueError(f"task {self.name} is zero-shot (simple-evals' prompt)")
         return simple_evals_prompt(doc.query, doc.choices)

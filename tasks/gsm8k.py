@@ -12,7 +12,7 @@ import re
 from evalkit.answers import FLEXIBLE_NUMBER, INVALID, lm_eval_exact_match, numbers_equal, regex_extract
 from evalkit.data import DataSource, require
 from evalkit.requests import GenParams
-from evalkit.task import Doc, GenerationTask, Sample, register_task
+from evalkit.task import Doc, GenerationTask, Scored, register_task
 
 GSM8K_DATA = DataSource(hub_path="openai/gsm8k", hub_name="main",
                         local_files={"test": ["test.jsonl"], "train": ["train.jsonl"]})
@@ -70,8 +70,7 @@ class GSM8K(GenerationTask):
         q, a = require(record, "question"), require(record, "answer")
         return Doc(id=str(index), query=f"Question: {q}\nAnswer:", target=a, fewshot_target=a)
 
-    def score(self, doc, responses, ctx):
-        text = responses[0][0].text
+    def score_text(self, doc, text):
         strict = regex_extract(text, self.strict_pattern)
         flexible = regex_extract(text, FLEXIBLE_NUMBER, group_select=-1)
         gold = final_answer(doc.target)
@@ -81,9 +80,7 @@ class GSM8K(GenerationTask):
             "exact_match_flexible": lm_eval_exact_match(flexible, doc.target),
             "exact_match_numeric": numbers_equal(numeric_pred, gold),
         }
-        return Sample(doc.id, doc.hash(), self.prompt_of(doc, ctx), [c.text for c in responses[0]], gold, metrics,
-                      extracted={"strict": strict, "flexible": flexible},
-                      extra={"finish_reason": responses[0][0].finish_reason})
+        return Scored(metrics, extracted={"strict": strict, "flexible": flexible}, target=gold)
 
 
 @register_task

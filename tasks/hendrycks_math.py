@@ -32,7 +32,7 @@ from evalkit.math_equivalence import (INVALID_ANSWER, JudgeItem, boxed_answer, e
                                       judge_many, minerva_gold, normalize_final_answer)
 from evalkit.requests import GenParams
 from evalkit.stats import derive_seed, mean_metric
-from evalkit.task import Doc, GenerationTask, Sample, register_task
+from evalkit.task import Doc, GenerationTask, Scored, register_task
 
 SUBJECT_DIRS = ("algebra", "counting_and_probability", "geometry", "intermediate_algebra", "number_theory",
                 "prealgebra", "precalculus")
@@ -156,10 +156,10 @@ class HendrycksMath(GenerationTask):
     def doc_to_text(self, doc):
         return "Problem:\n" + doc.query + "\n\nSolution:"
 
-    def prompt_text(self, doc, ctx):
+    def build_prompt_text(self, doc, ctx):
         if self.style(ctx) == "chat":
             return doc.query + CHAT_SUFFIX
-        return super().prompt_text(doc, ctx)
+        return super().build_prompt_text(doc, ctx)
 
     def params(self, doc, ctx):
         """The style's defaults (minerva: 512 tokens until "Problem:"; chat: 2048) + --gen-kwargs."""
@@ -182,28 +182,20 @@ class HendrycksMath(GenerationTask):
         return {**super().config_fingerprint(), "prompt": self.prompt_style}
 
     # ---- scoring ----
-    def score(self, doc, responses, ctx):
-        return self.score_all([doc], [responses], ctx)[0]
-
-    def score_all(self, docs, responses, ctx):
-        """Extract in-process, judge every item in the worker pool at once, then build samples."""
+    def score_batch(self, docs, texts, ctx):
+        """Extract in-process, then judge every item in the worker pool at once."""
         chat = self.style(ctx) == "chat"
         items, extracted = [], []
-        for doc, resp in zip(docs, responses):
-            text = resp[0][0].text
+        for doc, outs in zip(docs, texts):
+            text = outs[0] if outs else ""
             raw = (boxed_answer(text) or INVALID_ANSWER) if chat else get_unnormalized_answer(text)
             items.append(JudgeItem(doc.meta["solution"], text, normalize_final_answer(raw), doc.meta["minerva_gold"]))
             extracted.append({"answer": extract_answer(text), "minerva": raw})
         verdicts = judge_many(items) if items else []
-        samples = []
-        for doc, resp, item, ext, v in zip(docs, responses, items, extracted, verdicts):
-            samples.append(Sample(
-                doc.id, doc.hash(), self.prompt_of(doc, ctx), [c.text for c in resp[0]], doc.target,
-                {"math_verify": v["math_verify"], "exact_match": v["exact_match"]},
-                extracted={**ext, "minerva_normalized": item.minerva_pred},
-                extra={"subject": doc.meta["subject"], "level": doc.meta["level"], "judge_status": v["status"],
-                       "finish_reason": resp[0][0].finish_reason}))
-        return samples
+        return [Scored({"math_verify": v["math_verify"], "exact_match": v["exact_match"]},
+                       extracted={**ext, "minerva_normalized": item.minerva_pred},
+                       extra={"subject": doc.meta["subject"], "level": doc.meta["level"], "judge_status": v["status"]})
+                for doc, item, ext, v in zip(docs, items, extracted, verdicts)]
 
     def breakdowns(self, samples):
         out = {}

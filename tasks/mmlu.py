@@ -27,7 +27,7 @@ from evalkit.choices import extract_answer_letter, macro_mean, simple_evals_prom
 from evalkit.data import DataError, DataSource, FieldError, Provenance, Record
 from evalkit.requests import GenParams
 from evalkit.stats import mean_metric
-from evalkit.task import Doc, GenerationTask, MultipleChoiceTask, Sample, register_task
+from evalkit.task import Doc, GenerationTask, MultipleChoiceTask, Sample, Scored, register_task
 
 # lm-eval's mapping (tasks/mmlu/_generate_configs.py), which follows the MMLU paper's categories.
 SUBJECTS = {
@@ -222,7 +222,7 @@ class MMLU(_MMLUBase, MultipleChoiceTask):
     def doc_to_choice_text(self, doc, i):
         return self.target_delimiter + LETTERS[i]
 
-    def prompt_text(self, doc, ctx):
+    def build_prompt_text(self, doc, ctx):
         subject = doc.meta["subject"].replace("_", " ")
         header = f"The following are multiple choice questions (with answers) about {subject}.\n\n"
         k = self.num_fewshot if ctx.num_fewshot is None else ctx.num_fewshot
@@ -267,17 +267,14 @@ class MMLUCoT(_MMLUBase, GenerationTask):
     grouped_metrics = ("acc",)
     higher_is_better = {"first_last_differ": False, "no_answer": False}
 
-    def prompt_text(self, doc, ctx):
+    def build_prompt_text(self, doc, ctx):
         if ctx.num_fewshot:
             raise ValueError(f"task {self.name} is zero-shot (simple-evals' prompt)")
         return simple_evals_prompt(doc.query.strip(), doc.choices)
 
-    def score(self, doc, responses, ctx):
-        text = responses[0][0].text
+    def score_text(self, doc, text):
         ans = extract_answer_letter(text, "ABCD")
         metrics = {"acc": float(ans.letter == LETTERS[doc.gold]),
                    "first_last_differ": float(ans.first_last_differ), "no_answer": float(ans.letter is None)}
-        return Sample(doc.id, doc.hash(), self.prompt_of(doc, ctx), [c.text for c in responses[0]],
-                      LETTERS[doc.gold], metrics, extracted=ans.to_dict(),
-                      extra={"subject": doc.meta["subject"], "category": doc.meta["category"],
-                             "finish_reason": responses[0][0].finish_reason})
+        return Scored(metrics, extracted=ans.to_dict(), target=LETTERS[doc.gold],
+                      extra={"subject": doc.meta["subject"], "category": doc.meta["category"]})

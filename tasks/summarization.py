@@ -35,7 +35,7 @@ from evalkit.tasks.translation import (
 from evalkit.data import DataError, DataSource, Provenance, Record
 from evalkit.metrics.text import ROUGE_TYPES, RougeMetrics, as_references
 from evalkit.requests import GenParams
-from evalkit.task import Doc, Sample, register_task
+from evalkit.task import Doc, Scored, register_task
 
 DOCUMENT_FIELDS = ("document", "article", "text", "source")
 SUMMARY_FIELDS = ("summary", "highlights", "reference", "references", "target")
@@ -99,14 +99,10 @@ class SummarizationTask(ReferenceTextTask):
                      {"role": "assistant", "content": self.doc_to_target(ex)}]
         return msgs + [{"role": "user", "content": f"Article: {doc.query}\n\n{self._ask()}"}]
 
-    def score(self, doc, responses, ctx):
-        completions = responses[0] if responses else []
-        texts = [c.text for c in completions]
-        summary = texts[0].split("###")[0].strip() if texts else ""
+    def score_text(self, doc, text):
+        summary = text.split("###")[0].strip()
         refs = as_references(doc.target)
-        extra = {"finish_reason": completions[0].finish_reason} if completions else {}
-        return Sample(doc.id, doc.hash(), self.prompt_or_none(doc, ctx), texts, refs, self.rouge.scores(summary, refs),
-                      extracted=summary, extra=extra)
+        return Scored(self.rouge.scores(summary, refs), extracted=summary, target=refs)
 
 
 @register_task

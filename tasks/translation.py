@@ -50,7 +50,7 @@ from evalkit.metrics.text import (
 )
 from evalkit.requests import GenParams
 from evalkit.stats import derive_seed
-from evalkit.task import Doc, GenerationTask, Sample, register_task
+from evalkit.task import Doc, GenerationTask, Scored, register_task
 
 LANGUAGES = {"ar": "Arabic", "cs": "Czech", "de": "German", "en": "English", "es": "Spanish", "et": "Estonian",
              "fi": "Finnish", "fr": "French", "gu": "Gujarati", "hi": "Hindi", "it": "Italian", "ja": "Japanese",
@@ -114,6 +114,8 @@ class ReferenceTextTask(GenerationTask):
     output on ``sample.extracted``, few-shot pools that never include the doc itself, and docs
     built from plain reference files for ``evalkit score --references``."""
 
+    takes_references = True
+
     def fewshot_examples(self, doc, k, ctx):
         if k <= 0:
             return []
@@ -138,6 +140,9 @@ class ReferenceTextTask(GenerationTask):
 
     def metric_inputs(self, sample) -> tuple[str, list[str]]:
         return sample.extracted or "", as_references(sample.target)
+
+    def sample_prompt(self, doc, ctx):
+        return self.prompt_or_none(doc, ctx)
 
     def prompt_or_none(self, doc, ctx):
         """The prompt for the samples file (None for reference-only docs scored by `evalkit score`)."""
@@ -221,15 +226,10 @@ class TranslationTask(ReferenceTextTask):
         """The first non-empty line, stripped."""
         return next((line.strip() for line in text.split("\n") if line.strip()), "")
 
-    def score(self, doc, responses, ctx):
-        completions = responses[0] if responses else []
-        texts = [c.text for c in completions]
-        hyp = self.hypothesis(texts[0]) if texts else ""
+    def score_text(self, doc, text):
+        hyp = self.hypothesis(text)
         refs = as_references(doc.target)
-        extra = {"sacrebleu": self.mt.segment_stats(hyp, refs)}
-        if completions:
-            extra["finish_reason"] = completions[0].finish_reason
-        return Sample(doc.id, doc.hash(), self.prompt_or_none(doc, ctx), texts, refs, {}, extracted=hyp, extra=extra)
+        return Scored({}, extracted=hyp, target=refs, extra={"sacrebleu": self.mt.segment_stats(hyp, refs)})
 
     def aggregate(self, samples, seed):
         out = super().aggregate(samples, seed)

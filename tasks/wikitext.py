@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from evalkit.data import DataError, DataSource, Provenance, Record, require
+from evalkit.metric import Metric
 from evalkit.task import Doc, PerplexityTask, Sample, register_task
 
 _SPLIT_FILES = {"test": "test", "validation": "valid", "train": "train"}
@@ -83,9 +84,9 @@ class WikiText(PerplexityTask):
     version = "1"
     dataset = DataSource(hub_path="EleutherAI/wikitext_document_level", hub_name="wikitext-2-raw-v1",
                          local_reader=read_raw_wikitext)
-    higher_is_better = {"word_perplexity": False, "byte_perplexity": False, "bits_per_byte": False}
-    corpus_metrics = {"word_perplexity": _word_perplexity, "byte_perplexity": _byte_perplexity,
-                      "bits_per_byte": _bits_per_byte}
+    metrics = (Metric("word_perplexity", higher_is_better=False, level="corpus", compute=_word_perplexity),
+               Metric("byte_perplexity", higher_is_better=False, level="corpus", compute=_byte_perplexity),
+               Metric("bits_per_byte", higher_is_better=False, level="corpus", compute=_bits_per_byte))
 
     def record_to_doc(self, record, index):
         page = require(record, "page")

@@ -246,11 +246,13 @@ def test_evaluate_metric_per_sample_corpus_and_other_outputs(metric_script):
     preds = ["a b c", "a", "a b", "x y z w"]
     refs = ["a b", "a b c", "a b", "x"]
     samples = [Sample(str(i), "h", None, [p], r, {}) for i, (p, r) in enumerate(zip(preds, refs))]
-    corpus, info = hf_evaluate.apply(_Task(), samples, [f"evaluate:{metric_script}:scale=2"], seed=3)
+    res = hf_evaluate.compute(_Task(), samples, [f"evaluate:{metric_script}:scale=2"], seed=3)
+    corpus, info = res.corpus, res.info
     gaps = [2.0 * abs(len(p.split()) - len(r.split())) for p, r in zip(preds, refs)]
-    assert [s.metrics["length_gap_gap"] for s in samples] == gaps
+    assert [row["length_gap_gap"] for row in res.per_sample] == gaps
+    assert all(s.metrics == {} for s in samples)  # the samples are read, never changed
     # 4 samples and a 4-long "orders" list: the one-sample probe keeps it out of the per-sample metrics
-    assert "length_gap_orders" not in samples[0].metrics and info["length_gap"]["orders"] == [1.0, 2.0, 3.0, 4.0]
+    assert "length_gap_orders" not in res.per_sample[0] and info["length_gap"]["orders"] == [1.0, 2.0, 3.0, 4.0]
     assert info["length_gap"]["hashcode"] == "lengap-v1"
     tw = corpus["length_gap_total_words"]
     assert tw.value == 10.0 and tw.kind == "corpus" and tw.ci_low <= tw.ci_high and tw.stderr > 0
@@ -272,8 +274,8 @@ def test_run_cli_metric_option_reaches_generation_tasks_only(metric_script):
     args = parser.parse_args(["run", "--model", "hf:x", "--tasks", "gsm8k,wikitext",
                               "--metric", f"evaluate:{metric_script}:bootstrap=0"])
     cfg = build_config(args)
-    assert cfg.task_options["gsm8k"]["metrics"] == [f"evaluate:{metric_script}:bootstrap=0"]
-    assert "wikitext" not in cfg.task_options
+    assert cfg.metrics == [f"evaluate:{metric_script}:bootstrap=0"]  # the run appends it to generation tasks
+    assert "metrics" in cfg.to_record() and not cfg.task_options
     with pytest.raises(ValueError, match="applies to generation tasks"):
         build_config(parser.parse_args(["run", "--model", "hf:x", "--tasks", "wikitext",
                                         "--metric", f"evaluate:{metric_script}"]))

@@ -1,44 +1,10 @@
 """Backends by prefix: ``hf:``, ``vllm:``, ``openai:`` (loaded lazily: heavy imports stay optional)."""
 from __future__ import annotations
 
-import importlib
 import inspect
 
-BACKENDS = {
-    "hf": ("evalkit.backends.hf", "HFBackend"),
-    "vllm": ("evalkit.backends.vllm", "VLLMBackend"),
-    "openai": ("evalkit.backends.openai", "OpenAIBackend"),
-}
-
-
-def parse_model_args(text: str | None) -> dict:
-    """``k=v,k2=v2`` with ints, floats, booleans and ``none`` typed."""
-    out = {}
-    if not text:
-        return out
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "=" not in part:
-            raise ValueError(f"--model-args: {part!r} is not key=value")
-        k, v = part.split("=", 1)
-        out[k.strip()] = _coerce(v.strip())
-    return out
-
-
-def _coerce(v: str):
-    low = v.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("none", "null"):
-        return None
-    for t in (int, float):
-        try:
-            return t(v)
-        except ValueError:
-            pass
-    return v
+from evalkit.backends.catalog import BACKENDS, backend_class  # noqa: F401 (re-exported)
+from evalkit.kvargs import parse_model_args  # noqa: F401 (re-exported)
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -49,11 +15,6 @@ def split_spec(spec: str) -> tuple[str, str]:
     if prefix not in BACKENDS:
         raise ValueError(f"--model {spec!r}: unknown backend {prefix!r}; allowed: {', '.join(BACKENDS)}")
     return prefix, name
-
-
-def backend_class(prefix: str):
-    mod, cls = BACKENDS[prefix]
-    return getattr(importlib.import_module(mod), cls)
 
 
 DATA_PARALLEL_ARGS = ("data_parallel_size", "ray_address", "cpus_per_engine", "gpus_per_engine")

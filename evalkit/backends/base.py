@@ -4,14 +4,23 @@ A backend answers lists of requests of one kind. The engine has already deduped 
 cached ones, sorted them by length and cut them into chunks; a backend batches inside a chunk as it
 sees fit. ``identity()`` describes the model exactly (weights, tokenizer, chat template, dtype):
 its digest keys the cache, so it must never hold secrets.
+
+Besides the three request kinds, the protocol declares what callers may use, each with a default:
+``max_length`` (context window in tokens, None when unknown), ``encode`` (text -> token ids),
+``apply_chat_template``, ``run_stats`` (counters for the run record), ``adapters`` (LoRA adapter
+names served by the same engine) and ``close``. Perplexity has one implementation here: a backend
+gives ``score_windows`` (and, if it differs, ``rolling_window_params``) and inherits
+``loglikelihood_rolling``.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from typing import Sequence
+from collections import Counter
+from typing import Optional, Sequence
 
+from evalkit.backends.tokenization import rolling_windows
 from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult, RollingRequest
 
 
@@ -19,6 +28,10 @@ class Backend(ABC):
     name: str = "base"
     #: how many requests the engine hands over per call (and commits to the cache after)
     chunk_size: int = 64
+    #: LoRA adapters served by the same engine (``for_adapter(name)`` gives each its own view)
+    adapters: tuple = ()
+    #: counters of this backend's work (completions, hits of max_tokens, prompt tokens, ...)
+    stats: Counter
 
     @abstractmethod
     def identity(self) -> dict: ...
@@ -34,8 +47,27 @@ class Backend(ABC):
     @abstractmethod
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]: ...
 
-    @abstractmethod
-    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[float]: ...
+    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[float]:
+        """Total logprob of each text over disjoint windows of at most ``max_length`` tokens behind
+        the prefix token (lm-eval's rolling windows), all windows of all texts scored together."""
+        prefix_token, max_len = self.rolling_window_params()
+        windows, owner = [], []
+        for i, r in enumerate(requests):
+            for w in rolling_windows(self.encode(r.text), prefix_token, max_len):
+                windows.append(w)
+                owner.append(i)
+        totals = [0.0] * len(requests)
+        for res, i in zip(self.score_windows(windows), owner):
+            totals[i] += res.logprob
+        return totals
+
+    def rolling_window_params(self) -> tuple[int, int]:
+        """(prefix token id, window length) of the perplexity windows."""
+        return self.prefix_token_id, self.max_length
+
+    def score_windows(self, windows: list[tuple[list[int], list[int]]]) -> list[LoglikelihoodResult]:
+        """Logprob of each (context tokens, target tokens) pair; needed for perplexity."""
+        raise NotImplementedError(f"backend {self.name} cannot score token windows (perplexity)")
 
     @abstractmethod
     def generate(self, requests: Sequence[GenerateRequest]) -> list[list[Completion]]: ...
@@ -43,6 +75,22 @@ class Backend(ABC):
     def apply_chat_template(self, messages: list[dict]) -> str:
         """Render chat messages into the model's prompt string (generation prompt appended)."""
         raise NotImplementedError(f"backend {self.name} cannot render chat templates")
+
+    @property
+    def max_length(self) -> Optional[int]:
+        return None
+
+    def encode(self, text: str) -> list[int]:
+        raise NotImplementedError(f"backend {self.name} has no tokenizer")
+
+    def run_stats(self) -> dict:
+        """This backend's counters with the derived rates the run record reports."""
+        s = dict(getattr(self, "stats", None) or {})
+        if s.get("completions"):
+            s["fraction_hit_max_tokens"] = s.get("completions_hit_max_tokens", 0) / s["completions"]
+        if s.get("prompt_toks"):
+            s["prefix_cache_hit_rate"] = s.get("cached_prompt_toks", 0) / s["prompt_toks"]
+        return s
 
     def close(self) -> None:
         pass

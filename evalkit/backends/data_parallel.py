@@ -26,7 +26,7 @@ class _EngineActor:
     """Runs inside a Ray worker process: one backend instance, created once."""
 
     def __init__(self, prefix: str, model: str, model_args: dict):
-        from evalkit.backends import backend_class
+        from evalkit.backends.catalog import backend_class
         self.backend = backend_class(prefix)(model, **model_args)
 
     def identity(self) -> dict:

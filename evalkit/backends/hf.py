@@ -17,7 +17,7 @@ from evalkit import models
 from evalkit.backends.base import Backend
 from evalkit.backends.shared_prefix import shared_prefix_groups
 from evalkit.backends.tokenization import TokenizerMixin, rolling_windows  # noqa: F401 (rolling_windows re-exported)
-from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult, RollingRequest
+from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
 log = logging.getLogger(__name__)
 
@@ -265,17 +265,8 @@ class HFBackend(TokenizerMixin, Backend):
                 for row, b in enumerate(batch):
                     read(b, logits[row, keep - conts[b]:])
 
-    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[float]:
-        windows, owner = [], []
-        for i, r in enumerate(requests):
-            for w in rolling_windows(self.encode(r.text), self.prefix_token_id, self.max_length):
-                windows.append(w)
-                owner.append(i)
-        totals = [0.0] * len(requests)
-        for res, i in zip(self._score_token_pairs(windows), owner):
-            totals[i] += res.logprob
-        return totals
-
+    def score_windows(self, windows):
+        return self._score_token_pairs(windows)
     # ---- generation -------------------------------------------------------------------------------
     def _prompt_text(self, req: GenerateRequest) -> str:
         return req.prompt if req.prompt is not None else self.apply_chat_template(req.message_dicts())

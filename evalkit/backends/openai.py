@@ -37,8 +37,8 @@ from typing import Optional, Sequence
 
 from evalkit import models
 from evalkit.backends.base import Backend
-from evalkit.backends.tokenization import encode_pair, prefix_token_id, rolling_windows, truncate_pair
-from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult, RollingRequest
+from evalkit.backends.tokenization import encode_pair, prefix_token_id, truncate_pair
+from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
 log = logging.getLogger(__name__)
 
@@ -308,21 +308,14 @@ class OpenAIBackend(Backend):
             out.append(LoglikelihoodResult(float(sum(tl[j] for j in idx)), greedy))
         return out
 
-    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[float]:
+    def rolling_window_params(self):
         if self.tokenizer is None:
             raise ValueError("openai backend: perplexity needs token windows; give tokenizer=<dir or hub id> "
                              "(found automatically when the server runs a local model dir)")
-        pid = prefix_token_id(self.tokenizer)
-        windows, owner = [], []
-        for i, r in enumerate(requests):
-            for w in rolling_windows(self.encode(r.text), pid, self._need_max_length()):
-                windows.append(w)
-                owner.append(i)
-        totals = [0.0] * len(requests)
-        for res, i in zip(self._score_token_pairs(windows), owner):
-            totals[i] += res.logprob
-        return totals
+        return prefix_token_id(self.tokenizer), self._need_max_length()
 
+    def score_windows(self, windows):
+        return self._score_token_pairs(windows)
     # ---- generation -------------------------------------------------------------------------------
     def _gen_body(self, req: GenerateRequest) -> tuple[str, dict]:
         p = req.params
@@ -362,9 +355,3 @@ class OpenAIBackend(Backend):
             self.stats["completions"] += len(comps)
             self.stats["completions_hit_max_tokens"] += sum(c.finish_reason == "length" for c in comps)
         return out
-
-    def run_stats(self) -> dict:
-        s = dict(self.stats)
-        if s.get("completions"):
-            s["fraction_hit_max_tokens"] = s.get("completions_hit_max_tokens", 0) / s["completions"]
-        return s

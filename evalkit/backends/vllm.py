@@ -36,10 +36,10 @@ from typing import Optional, Sequence
 
 from evalkit import models
 from evalkit.backends.base import Backend
-from evalkit.backends.tokenization import TokenizerMixin, rolling_windows, truncate_pair
+from evalkit.backends.tokenization import TokenizerMixin, truncate_pair
 from evalkit.backends.vllm_engine import (ResolvedMemo, lora_rank, lora_targets, offline_cpu_binding, parse_lora,
                                          platform_kind)
-from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult, RollingRequest
+from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
 log = logging.getLogger(__name__)
 
@@ -215,18 +215,9 @@ class VLLMBackend(TokenizerMixin, Backend):
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
         return self._score_pairs([self.encode_pair(r.context, r.continuation) for r in requests], share_prefix=True)
 
-    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[float]:
-        windows, owner = [], []
-        for i, r in enumerate(requests):
-            for w in rolling_windows(self.encode(r.text), self.prefix_token_id, self.max_length):
-                windows.append(w)
-                owner.append(i)
-        totals = [0.0] * len(requests)
+    def score_windows(self, windows):
         # windows of one text share no prefix worth caching: score them all in one batch
-        for res, i in zip(self._score_pairs(windows, share_prefix=False), owner):
-            totals[i] += res.logprob
-        return totals
-
+        return self._score_pairs(windows, share_prefix=False)
     def _score_pairs(self, pairs: list[tuple[list[int], list[int]]], share_prefix: bool) -> list[LoglikelihoodResult]:
         results: list[Optional[LoglikelihoodResult]] = [None] * len(pairs)
         single: "OrderedDict[tuple, list[int]]" = OrderedDict()
@@ -342,12 +333,3 @@ class VLLMBackend(TokenizerMixin, Backend):
             self.stats["completions_hit_max_tokens"] += sum(c.finish_reason == "length" for c in comps)
             results.append(comps)
         return results
-
-    def run_stats(self) -> dict:
-        """Counters of this backend's work, with the derived rates the run record reports."""
-        s = dict(self.stats)
-        if s.get("completions"):
-            s["fraction_hit_max_tokens"] = s.get("completions_hit_max_tokens", 0) / s["completions"]
-        if s.get("prompt_toks"):
-            s["prefix_cache_hit_rate"] = s.get("cached_prompt_toks", 0) / s["prompt_toks"]
-        return s

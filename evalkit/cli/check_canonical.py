@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from evalkit import registry
+from evalkit.task import Task
 from evalkit.backends import parse_model_args
 from evalkit.cli.run import parse_data_paths
 
@@ -36,7 +37,7 @@ def register(sub):
 def canonical_docs(task_name: str, data_path, options: dict, limit=None):
     """(task, docs, predictions file rows) for one task."""
     task = registry.get_task_class(task_name)(data_path=data_path, **options)
-    if not hasattr(task, "canonical_prediction"):
+    if type(task).canonical_prediction is Task.canonical_prediction:
         raise ValueError(f"task {task_name} has no reference solutions to check (not a code task)")
     docs = task.eval_docs()[:limit]
     return task, docs, [{"doc_id": d.id, "prediction": task.canonical_prediction(d)} for d in docs]

@@ -94,11 +94,8 @@ def config_from_record(rec, cfg: dict) -> RunConfig:
     if hidden:
         raise EvalkitError(f"the baseline record {rec.path} has its {', '.join(hidden)} setting redacted (written by an "
                            f"older evalkit); re-run the baseline, or pass the value with --gen-kwargs")
-    shard = rc.get("shard")
-    return RunConfig(tasks=tasks, limit=rc.get("limit"), seed=rc.get("seed", 1234), num_fewshot=rc.get("num_fewshot"),
-                     apply_chat_template=bool(rc.get("apply_chat_template")), system_prompt=rc.get("system_prompt"),
-                     data_paths=data, task_options=task_opts, gen_overrides=gen,
-                     shard=tuple(shard) if shard else None, tags=["gate"])
+    return RunConfig.from_record({**rc, "tasks": tasks, "data_paths": data, "task_options": task_opts,
+                                  "gen_overrides": gen, "tags": ["gate"]})
 
 
 def config_from_toml(cfg: dict) -> RunConfig:

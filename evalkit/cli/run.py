@@ -73,9 +73,7 @@ def build_config(args) -> RunConfig:
             raise ValueError(f"--task-args {item!r}: expected TASK:K=V,...")
         t, kv = item.split(":", 1)
         task_opts[t] = parse_model_args(kv)
-    if getattr(args, "metric", None):
-        from evalkit.metrics import hf_evaluate
-        hf_evaluate.attach(tasks, task_opts, args.metric)
+    metrics = appended_metrics(tasks, getattr(args, "metric", None))
     gen = parse_model_args(args.gen_kwargs)
     allowed_gen = {"max_tokens", "temperature", "top_p", "n", "seed"}
     if set(gen) - allowed_gen:
@@ -86,7 +84,18 @@ def build_config(args) -> RunConfig:
     return RunConfig(tasks=tasks, limit=args.limit, seed=args.seed, num_fewshot=args.num_fewshot,
                      apply_chat_template=args.apply_chat_template, system_prompt=args.system_prompt,
                      data_paths=data, task_options=task_opts, gen_overrides=gen, shard=parse_shard(args.shard),
-                     tags=list(getattr(args, "tag", []) or []))
+                     tags=list(getattr(args, "tag", []) or []), metrics=metrics)
+
+
+def appended_metrics(tasks: list, specs) -> list:
+    """``--metric evaluate:NAME`` specs, checked and loaded before any model time is spent; they
+    apply to the generation tasks of the run (none among them is an error)."""
+    if not specs:
+        return []
+    from evalkit.metrics import hf_evaluate
+    if not any(registry.get_task_class(t).output_type == "generate" for t in tasks):
+        raise ValueError(f"--metric applies to generation tasks; none of {', '.join(tasks)} is one")
+    return hf_evaluate.prepare(specs)
 
 
 def register(sub):

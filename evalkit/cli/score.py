@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from evalkit import registry
 from evalkit.backends import parse_model_args
-from evalkit.cli.run import format_table
+from evalkit.cli.run import appended_metrics, format_table
 from evalkit.scoring import ScoreConfig, rescore
 
 
@@ -41,13 +41,10 @@ def run(args):
     registry.get_task_class(args.task)
     if args.limit is not None and args.limit < 1:
         raise ValueError("--limit must be >= 1")
-    options = {args.task: parse_model_args(args.task_args)}
-    if args.metric:
-        from evalkit.metrics import hf_evaluate
-        hf_evaluate.attach([args.task], options, args.metric)
+    metrics = appended_metrics([args.task], args.metric)
     cfg = ScoreConfig(task=args.task, predictions=args.predictions, references=args.references,
-                      data_path=args.data, task_options=options[args.task], seed=args.seed, limit=args.limit,
-                      name=args.name, tags=args.tag)
+                      data_path=args.data, task_options=parse_model_args(args.task_args), seed=args.seed,
+                      limit=args.limit, name=args.name, tags=args.tag, metrics=metrics)
     out = rescore(cfg, None if args.no_output else args.output)
     print(format_table(out["run"]))
     if "path" in out["run"]:

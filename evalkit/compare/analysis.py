@@ -162,7 +162,8 @@ class NotResampleable(Exception):
 def corpus_statistic(task: str, metric: str, options: Optional[dict] = None):
     """A function ``list[Sample] -> float`` recomputing a corpus metric, found in this order:
 
-    1. the task class's ``corpus_metrics[metric]`` (the Task API's way);
+    1. the task class's corpus-level ``Metric`` of that name (its ``compute``; also the older
+       ``corpus_metrics[metric]`` shorthand);
     2. a ``corpus_statistic(metric)`` method on a task instance (for tasks that aggregate
        themselves, e.g. from per-sample sufficient statistics);
     3. sacrebleu sufficient statistics in ``sample.extra["sacrebleu"][metric]`` scored with the task
@@ -173,7 +174,8 @@ def corpus_statistic(task: str, metric: str, options: Optional[dict] = None):
     except ValueError:
         raise NotComparable(f"task {task}: its class is needed to recompute corpus metric {metric!r}; "
                             f"pass --include-path with the task file") from None
-    fn = getattr(cls, "corpus_metrics", {}).get(metric)
+    declared = {m.name: m for m in getattr(cls, "metrics", ()) if getattr(m, "level", "") == "corpus"}
+    fn = declared[metric].compute if metric in declared else getattr(cls, "corpus_metrics", {}).get(metric)
     if fn is not None:
         return fn
     try:

@@ -6,11 +6,13 @@ arguments of ``compute`` (typed like --model-args), except ``bootstrap=N`` which
 replicates for corpus-level outputs (default 200; 0: no CI). Hub metrics are downloaded on first
 use, so offline only cached or local ones load; the error says so.
 
-The metric is computed once over all samples of a task (the task's ``metric_inputs(sample)`` gives
-the prediction and references; by default the first response and the target). Its outputs become:
+The run appends it to every generation task (``RunConfig.metrics``). It is computed once over all
+samples of a task (the task's ``metric_inputs(sample)`` gives the prediction and references; by
+default the first response and the target). Its outputs become:
 
-- a list with one number per sample: a per-sample metric ``<name>_<key>``, written into each
-  sample's metrics and reported as their mean with the analytic stderr;
+- a list with one number per sample: a per-sample metric ``<name>_<key>``, added to each sample's
+  metrics (the run builds new samples; nothing is changed in place) and reported as their mean
+  with the analytic stderr;
 - a number: a corpus-level metric ``<name>_<key>`` with a seeded bootstrap over samples that
   recomputes it (stderr = standard deviation of the replicates, CI = their 2.5/97.5 percentiles);
 - anything else (hash codes, per-order precisions, ...): kept under the task's ``extra``.
@@ -49,7 +51,7 @@ def parse_spec(text: str) -> EvaluateSpec:
     if not isinstance(text, str) or not text.startswith(PREFIX) or not text[len(PREFIX):].strip(":"):
         raise ValueError(f"--metric {text!r}: expected evaluate:NAME[:k=v,...] (a Hugging Face evaluate "
                          "metric, e.g. evaluate:bertscore:lang=en)")
-    from evalkit.backends import parse_model_args
+    from evalkit.kvargs import parse_model_args
 
     name, _, kw = text[len(PREFIX):].partition(":")
     try:
@@ -90,20 +92,12 @@ def load(name: str):
     return module
 
 
-def attach(task_names: Sequence[str], task_options: dict, specs: Sequence[str]) -> None:
-    """Give every generation task among ``task_names`` the ``metrics`` option (checked and loaded now,
-    before any model time is spent). Tasks of other kinds are left alone; none at all is an error."""
-    from evalkit import registry
-    from evalkit.task import GenerationTask
-
+def prepare(specs) -> list[str]:
+    """Check and load every spec now, before any model time is spent; returns the spec texts."""
     parsed = parse_specs(specs)
-    gen = [t for t in task_names if issubclass(registry.get_task_class(t), GenerationTask)]
-    if not gen:
-        raise ValueError(f"--metric applies to generation tasks; none of {', '.join(task_names)} is one")
     for spec in parsed:
         load(spec.name)
-    for t in gen:
-        task_options.setdefault(t, {})["metrics"] = [s.text for s in parsed]
+    return [s.text for s in parsed]
 
 
 def default_inputs(sample) -> tuple[str, list[str]]:
@@ -139,15 +133,21 @@ def _jsonable(v):
     return v
 
 
-def apply(task, samples: Sequence, specs, seed: int) -> tuple[dict[str, MetricValue], dict]:
-    """Compute every ``evaluate`` metric of ``specs`` over ``samples``.
+@dataclass
+class EvaluateResult:
+    """Per-sample values (one dict per sample, in order), corpus-level MetricValues, other outputs."""
 
-    Per-sample values are written into ``sample.metrics`` (the task's mean aggregation reports
-    them); returns (corpus-level MetricValues, other outputs for the run record's extra).
-    """
+    per_sample: list
+    corpus: dict
+    info: dict
+
+
+def compute(task, samples: Sequence, specs, seed: int) -> EvaluateResult:
+    """Compute every ``evaluate`` metric of ``specs`` over ``samples`` (which are only read)."""
     samples = list(samples)
+    per_sample = [{} for _ in samples]
     if not samples:
-        return {}, {}
+        return EvaluateResult(per_sample, {}, {})
     inputs = [getattr(task, "metric_inputs", default_inputs)(s) for s in samples]
     preds = [p for p, _ in inputs]
     single = all(len(r) == 1 for _, r in inputs)
@@ -157,7 +157,7 @@ def apply(task, samples: Sequence, specs, seed: int) -> tuple[dict[str, MetricVa
     for spec in parse_specs(specs):
         module = load(spec.name)
 
-        def compute(idx=None, spec=spec, module=module):
+        def run(idx=None, spec=spec, module=module):
             p = preds if idx is None else [preds[i] for i in idx]
             r = refs if idx is None else [refs[i] for i in idx]
             out = module.compute(predictions=p, references=r, **spec.kwargs)
@@ -165,24 +165,24 @@ def apply(task, samples: Sequence, specs, seed: int) -> tuple[dict[str, MetricVa
                 raise ValueError(f"evaluate metric {spec.name!r} returned {type(out).__name__}, not a dict")
             return out
 
-        result = compute()
-        per_sample = _per_sample_keys(result, n, lambda: compute([0]))
+        result = run()
+        keys = _per_sample_keys(result, n, lambda: run([0]))
         scalars = [k for k, v in result.items() if _is_number(v) and math.isfinite(float(v))]
-        for k in per_sample:
-            for s, v in zip(samples, result[k]):
-                s.metrics[f"{spec.label}_{k}"] = float(v)
-        corpus.update(_bootstrap(task, spec, compute, result, scalars, n, seed))
-        rest = {k: _jsonable(v) for k, v in result.items() if k not in per_sample and k not in scalars}
+        for k in keys:
+            for row, v in zip(per_sample, result[k]):
+                row[f"{spec.label}_{k}"] = float(v)
+        corpus.update(_bootstrap(task, spec, run, result, scalars, n, seed))
+        rest = {k: _jsonable(v) for k, v in result.items() if k not in keys and k not in scalars}
         if rest:
             info[spec.label] = rest
-    return corpus, info
+    return EvaluateResult(per_sample, corpus, info)
 
 
 def _bootstrap(task, spec, compute, result, keys, n, seed) -> dict[str, MetricValue]:
     """Corpus-level outputs: value on all samples, CI from recomputing on resampled samples."""
-    hib = getattr(task, "higher_is_better", {})
+    hib = getattr(task, "higher_is_better_of", lambda name: True)
     names = {k: f"{spec.label}_{k}" for k in keys}
-    out = {names[k]: MetricValue(float(result[k]), None, None, None, n, "corpus", hib.get(names[k], True))
+    out = {names[k]: MetricValue(float(result[k]), None, None, None, n, "corpus", hib(names[k]))
            for k in keys}
     if not keys or n < 2 or spec.replicates < 2:
         return out

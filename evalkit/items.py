@@ -1,0 +1,82 @@
+"""The typed items a task works with: ``Doc`` (one evaluation item), ``Sample`` (its scored outcome,
+one line of the samples file), ``Scored`` (what a generation task's scoring returns) and
+``RunContext`` (the run as tasks see it)."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+
+def content_hash(obj) -> str:
+    blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class Doc:
+    """One evaluation item, typed. ``query`` is the prompt body without few-shot examples."""
+
+    id: str
+    query: str
+    target: Any = None                    # reference answer(s)
+    choices: Optional[list[str]] = None   # multiple choice options (continuations)
+    gold: Optional[int] = None            # index of the right choice
+    fewshot_target: Optional[str] = None  # text shown after the query when used as an example
+    meta: dict = field(default_factory=dict)
+
+    def hash(self) -> str:
+        if "_hash" not in self.__dict__:
+            self.__dict__["_hash"] = content_hash({f: getattr(self, f) for f in self.__dataclass_fields__})
+        return self.__dict__["_hash"]
+
+
+@dataclass
+class Sample:
+    """The scored outcome of one doc, written as one line of the samples file."""
+
+    doc_id: str
+    doc_hash: str
+    prompt: Any
+    responses: list
+    target: Any
+    metrics: dict
+    extracted: Any = None
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        d = {f: getattr(self, f) for f in self.__dataclass_fields__}  # shallow: rows are written, not mutated
+        d["prompt_hash"] = content_hash(self.prompt)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Sample":
+        names = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+_UNSET = object()
+
+
+@dataclass
+class Scored:
+    """What a generation task's scoring returns: values only. The framework turns it into the
+    ``Sample`` (doc id and hash, prompt, response texts, finish reasons)."""
+
+    metrics: dict
+    extracted: Any = None
+    extra: dict = field(default_factory=dict)
+    target: Any = _UNSET  # the sample's target; default: the doc's
+
+
+@dataclass
+class RunContext:
+    """What a task needs to know about the run when it builds prompts and requests."""
+
+    seed: int = 1234
+    num_fewshot: Optional[int] = None        # None: the task's default
+    apply_chat_template: bool = False
+    system_prompt: Optional[str] = None
+    gen_overrides: dict = field(default_factory=dict)  # e.g. max_tokens, temperature, n
+    render_chat: Optional[Callable[[list[dict]], str]] = None

@@ -1,0 +1,90 @@
+"""The MT-Bench run record of one contestant: its answers, judgments, scores and judge figures."""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from dataclasses import asdict
+from pathlib import Path
+
+from evalkit.arena import write_battles
+from evalkit.records import ModelInfo, TaskEntry, new_run, write_run
+from evalkit.task import Doc, Sample, content_hash
+from evalkit.tasks.mt_bench import MTBench, temperature_for
+
+from .contestants import Contestant
+from .mt_bench_scores import pair_counts, summarize
+from .reliability import pairwise_figures, single_figures
+
+TASK = "mt_bench"
+BATTLES_FILE = "battles_mt_bench.jsonl"
+
+
+def model_entry(c: Contestant, backend, model_args: dict) -> ModelInfo:
+    if c.imported:
+        desc = c.describe()
+        return ModelInfo(spec=f"answers:{c.answers_file}", name=c.name, backend="imported", identity=desc,
+                         identity_hash=desc["answers_sha256"][:32])
+    ident = dict(backend.identity())
+    if c.gen:
+        ident["gen_overrides"] = dict(c.gen)
+    spec = c.spec + "".join(f"@{k}={v}" for k, v in c.gen.items())
+    return ModelInfo(spec=spec, name=c.name, backend=backend.name, args=model_args or {}, identity=ident,
+                     identity_hash=hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:32])
+
+
+def build_record(c, backend, docs, answers, refs, ref_info, single, pairs, judge, judge_info, templates, cfg,
+            model_args, engine_stats, timings, output_dir) -> dict:
+    metrics, breakdowns, per_q = summarize(docs, single, pairs, c.name)
+    by_q = defaultdict(list)
+    for j in single:
+        by_q[j.meta["qid"]].append({"turn": j.meta["turn"], **j.to_dict()})
+    pq = defaultdict(list)
+    mine = [p for p in pairs if c.name in (p.model_1, p.model_2)]
+    for p in mine:
+        pq[p.qid].append(p.to_dict())
+    rows = []
+    for d in docs:
+        a = answers[d.id]
+        s = Sample(d.id, d.hash(), d.meta["turns"], a, refs.get(d.id), per_q.get(d.id, {}),
+                   extracted={"scores": [j["value"] for j in by_q.get(d.id, [])]},
+                   extra={"category": d.meta["category"], "answer_chars": [len(x) for x in a],
+                          "judgments": by_q.get(d.id, []), "pairwise": pq.get(d.id, [])})
+        rows.append(s.to_dict())
+    lengths = {(d.id, t + 1): len(answers[d.id][t]) for d in docs for t in range(len(answers[d.id]))}
+    judge_figs = dict(judge_info)
+    if single:
+        judge_figs["single"] = single_figures(single, [lengths[(j.meta["qid"], j.meta["turn"])] for j in single])
+    if mine:
+        # lengths seen from this contestant: model_1's answer vs model_2's
+        judge_figs["pairwise"] = pairwise_figures(mine)
+        judge_figs["pairwise"]["opponents"] = pair_counts(mine, c.name)
+    battles = [p.battle(judge.name) for p in mine if p.winner is not None]
+    entry = TaskEntry(
+        version=MTBench.version, description=MTBench.description, output_type="judged",
+        config={"name": TASK, "version": MTBench.version, "references": cfg.references, "modes": list(cfg.modes),
+                "baseline": cfg.baseline, "max_tokens": cfg.max_tokens, "system_prompt": cfg.system_prompt},
+        num_fewshot=0, n_docs=len(docs),
+        dataset_fingerprint=content_hash(sorted((d.id, d.hash()) for d in docs)),
+        prompt_hash=content_hash([r["prompt_hash"] for r in rows]),
+        data_source=cfg.data_path or MTBench.dataset.hub_path,
+        metrics={k: v.to_dict() for k, v in metrics.items()},
+        breakdowns={g: {k: v.to_dict() for k, v in ms.items()} for g, ms in breakdowns.items()},
+        samples_file=f"samples_{TASK}.jsonl",
+        extra={"judge": judge_figs, "templates": templates.describe(), "references": ref_info,
+               "temperatures": {cat: temperature_for(Doc("", "", meta={"category": cat}))
+                                for cat in dict.fromkeys(d.meta["category"] for d in docs)},
+               "score_note": "score = mean over every graded turn (FastChat's overall); CI clustered by question",
+               **({"battles_file": BATTLES_FILE, "n_battles": len(battles)} if mine else {})})
+    config = {"tasks": [TASK], "limit": cfg.limit, "seed": cfg.seed, "num_fewshot": 0,
+              "apply_chat_template": True, "system_prompt": cfg.system_prompt, "gen_overrides": dict(c.gen),
+              "shard": None, "tags": list(cfg.tags), "question_ids": cfg.question_ids, "mt_bench": asdict(cfg)}
+    run = new_run("mt_bench", model_entry(c, backend, model_args), config, {TASK: entry},
+                  judge={k: judge_info[k] for k in ("spec", "name", "backend", "identity", "identity_hash")},
+                  engine=dict(engine_stats), judge_engine=dict(judge.engine.stats), timings=timings)
+    if output_dir:
+        path = write_run(output_dir, run, {TASK: rows})
+        if battles:
+            write_battles(Path(path) / BATTLES_FILE, battles)
+        run.path = str(path)
+    return {"run": run.to_dict(), "samples": rows, "battles": battles}
