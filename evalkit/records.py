@@ -38,6 +38,9 @@ def scrub(obj):
         return [scrub(v) for v in obj]
     if isinstance(obj, str) and _SECRET_VALUE.match(obj):
         return "<redacted>"
+    if isinstance(obj, str) and "://" in obj:  # user:key@host and ?api-key= in URLs
+        from evalkit.redact import redact_text
+        return redact_text(obj)
     return obj
 
 
