@@ -12,7 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Optional
 
-from evalkit import __version__, registry
+from evalkit import __version__, registry, run_checks
 from evalkit.engine import Engine
 from evalkit.records import SCHEMA_VERSION, samples_filename, write_run
 from evalkit.task import RunContext, Task, content_hash
@@ -36,6 +36,7 @@ class RunConfig:
     gen_overrides: dict = field(default_factory=dict)
     tags: list = field(default_factory=list)
     shard: Optional[tuple] = None  # (index, count)
+    fewshot_paths: dict = field(default_factory=dict)  # task -> local file of its few-shot examples
 
 
 @dataclass
@@ -85,7 +86,10 @@ def load_tasks(config: RunConfig) -> list[TaskRun]:
     for name in config.tasks:
         cls = registry.get_task_class(name)
         task = cls(data_path=config.data_paths.get(name), **config.task_options.get(name, {}))
+        task.fewshot_data_path = config.fewshot_paths.get(name)
+        run_checks.check_fewshot_source(task, config.num_fewshot)
         picked = select_docs(task.eval_docs(), config.limit, config.shard)
+        run_checks.require_docs(task, picked, config)
         runs.append(TaskRun(task, [d for _, d in picked], [], [k for k, _ in picked]))
     return runs
 
@@ -129,7 +133,8 @@ def config_record(config: RunConfig) -> dict:
             "num_fewshot": config.num_fewshot, "apply_chat_template": config.apply_chat_template,
             "system_prompt": config.system_prompt, "gen_overrides": config.gen_overrides,
             "shard": list(config.shard) if config.shard else None, "tags": config.tags,
-            "data_paths": config.data_paths, "task_options": config.task_options}
+            "data_paths": config.data_paths, "task_options": config.task_options,
+            **({"fewshot_paths": config.fewshot_paths} if config.fewshot_paths else {})}
 
 
 def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "results",
@@ -144,6 +149,7 @@ def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "res
                      render_chat=getattr(backend, "apply_chat_template", None))
     task_runs = task_runs if task_runs is not None else load_tasks(config)
     build_requests(task_runs, ctx)
+    too_long = run_checks.prompts_over_context(task_runs, backend)  # counted, warned, recorded per sample
     t_prep = time.time()
     engine = Engine(backend, cache, progress=progress)
     answers = engine.run([r for tr in task_runs for reqs in tr.requests for r in reqs])
@@ -155,6 +161,7 @@ def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "res
         tasks_out[task.name], samples_out[task.name] = task_result(task, samples, config)
         for row, k in zip(samples_out[task.name], tr.indices):
             row["doc_index"] = k
+        run_checks.record_truncation(tasks_out[task.name], samples_out[task.name], too_long.get(task.name))
     run = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id_for(backend.display_name),

@@ -106,11 +106,11 @@ class Task:
     def record_to_doc(self, record: dict, index: int) -> Doc:
         raise NotImplementedError
 
-    def load_docs(self, split: str, max_docs: Optional[int] = None) -> list[Doc]:
+    def load_docs(self, split: str, max_docs: Optional[int] = None, path: Optional[str] = None) -> list[Doc]:
         from evalkit.data import DataError, FieldError
 
         docs = []
-        for i, rec in enumerate(self.dataset.iter_records(split, self.data_path)):
+        for i, rec in enumerate(self.dataset.iter_records(split, path or self.data_path)):
             if max_docs is not None and len(docs) >= max_docs:
                 break
             try:
@@ -141,7 +141,8 @@ class Task:
 
     def fewshot_pool(self) -> list[Doc]:
         if "_fewshot_pool" not in self.__dict__:
-            self._fewshot_pool = self.load_docs(self.fewshot_split) if self.fewshot_split else []
+            from evalkit.run_checks import fewshot_path
+            self._fewshot_pool = self.load_docs(self.fewshot_split, path=fewshot_path(self)) if self.fewshot_split else []
         return self._fewshot_pool
 
     def fewshot_examples(self, doc: Doc, k: int, ctx: RunContext) -> list[Doc]:
