@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import io
 import json
 import os
 from dataclasses import dataclass, field
@@ -56,10 +55,25 @@ def require(record: dict, name: str, kind: type | tuple = str):
     return value
 
 
-def _open_text(path: Path) -> io.TextIOBase:
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+def decoded_lines(path: Path) -> Iterator[str]:
+    """The file's lines as text (line endings kept), a UTF-8 byte-order mark dropped; bytes that are
+    not UTF-8 (a binary file, another encoding) raise a DataError naming file and line."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as f:
+            for lineno, raw in enumerate(f, 1):
+                if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                if b"\x00" in raw:
+                    raise DataError(f"{path}:{lineno}: NUL bytes: this looks like a binary file, not text data")
+                try:
+                    yield raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise DataError(f"{path}:{lineno}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column "
+                                    f"{e.start + 1}); is this a binary file or another encoding?") from None
+    except (OSError, EOFError) as e:  # unreadable, or a corrupt .gz
+        raise DataError(f"{path}: cannot read it ({type(e).__name__}: {e})") from None
 
 
 def _base_suffix(path: Path) -> str:
@@ -71,23 +85,21 @@ def read_records(path: os.PathLike) -> Iterator[Record]:
     path = Path(path)
     suffix = _base_suffix(path).lower()
     if suffix in (".jsonl", ".ndjson"):
-        with _open_text(path) as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise DataError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
-                if not isinstance(obj, dict):
-                    raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-                yield Record(obj, Provenance(str(path), lineno))
-    elif suffix == ".json":
-        with _open_text(path) as f:
+        for lineno, line in enumerate(decoded_lines(path), 1):
+            if not line.strip():
+                continue
             try:
-                obj = json.load(f)
+                obj = json.loads(line)
             except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{e.lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
+                raise DataError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
+            if not isinstance(obj, dict):
+                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+            yield Record(obj, Provenance(str(path), lineno))
+    elif suffix == ".json":
+        try:
+            obj = json.loads("".join(decoded_lines(path)))
+        except json.JSONDecodeError as e:
+            raise DataError(f"{path}:{e.lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
         rows = obj.get("data", obj.get("rows")) if isinstance(obj, dict) else obj
         if not isinstance(rows, list):
             raise DataError(f"{path}: expected a JSON list of records (or {{'data': [...]}})")
@@ -96,13 +108,19 @@ def read_records(path: os.PathLike) -> Iterator[Record]:
                 raise DataError(f"{path}: element {i}: expected an object, got {type(row).__name__}")
             yield Record(row, Provenance(str(path), i))
     elif suffix in (".csv", ".tsv"):
-        with _open_text(path) as f:
-            reader = csv.DictReader(f, delimiter="\t" if suffix == ".tsv" else ",")
+        reader = csv.DictReader(decoded_lines(path), delimiter="\t" if suffix == ".tsv" else ",")
+        try:
             for row in reader:
                 yield Record(dict(row), Provenance(str(path), reader.line_num))
+        except csv.Error as e:
+            raise DataError(f"{path}:{reader.line_num}: unreadable CSV ({e})") from None
     elif suffix == ".parquet":
         import pandas as pd
-        for i, row in enumerate(pd.read_parquet(path).to_dict("records"), 1):
+        try:
+            frame = pd.read_parquet(path)
+        except Exception as e:  # noqa: BLE001 (pyarrow raises many kinds for a bad file)
+            raise DataError(f"{path}: not a readable Parquet file ({type(e).__name__}: {e})") from None
+        for i, row in enumerate(frame.to_dict("records"), 1):
             yield Record(row, Provenance(str(path), i))
     else:
         raise DataError(f"{path}: unsupported data file type {suffix!r} "

@@ -111,10 +111,7 @@ class RunRecord:
 
     def samples(self, task: str) -> Iterator[dict]:
         name = self.tasks[task].get("samples_file", samples_filename(task))
-        with open(self.path / name, encoding="utf-8") as f:
-            for line in f:
-                if line.strip():
-                    yield json.loads(line)
+        yield from read_jsonl(self.path / name)
 
 
 def load_run(path: os.PathLike) -> RunRecord:
@@ -124,12 +121,43 @@ def load_run(path: os.PathLike) -> RunRecord:
     run_json = p / "run.json"
     if not run_json.exists():
         raise FileNotFoundError(f"{p}: not a run record (no run.json)")
-    with open(run_json, encoding="utf-8") as f:
-        data = json.load(f)
+    data = read_json(run_json)
+    if not isinstance(data, dict):
+        raise ValueError(f"{run_json}: not a run record (a JSON {type(data).__name__}, not an object)")
     if data.get("schema_version", 0) > SCHEMA_VERSION:
         raise ValueError(f"{run_json}: schema_version {data['schema_version']} is newer than this evalkit "
                          f"understands ({SCHEMA_VERSION}); upgrade evalkit")
     return RunRecord(p, data)
+
+
+def read_json(path: Path):
+    """A JSON file, or a ValueError naming the file and line (truncated, binary, invalid)."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text (byte {e.start}); is it a binary file?") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        cut = " (the file looks truncated)" if e.pos >= len(text.rstrip()) else ""
+        raise ValueError(f"{path}:{e.lineno}: invalid JSON ({e.msg} at column {e.colno}){cut}") from None
+
+
+def read_jsonl(path: Path) -> Iterator[dict]:
+    """The objects of a JSONL file; a bad line raises a ValueError naming the file and line."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"{path}:{lineno}: not UTF-8 text; is it a binary file?") from None
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as e:
+                cut = " (the file looks truncated)" if not raw.endswith(b"\n") else ""
+                raise ValueError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno}){cut}") from None
 
 
 def iter_runs(results_dir: os.PathLike) -> Iterator[RunRecord]:
