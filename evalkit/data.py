@@ -14,6 +14,10 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
 
+# how the command at hand takes local data (``evalkit score`` sets "--data PATH")
+DATA_FLAG_HINT = "--data TASK=PATH"
+
+
 class DataError(ValueError):
     """Bad task data; the message names file, line and field."""
 
@@ -167,7 +171,9 @@ class DataSource:
 
     def _load_hub(self, split: str) -> Iterable[Record]:
         if not self.hub_path:
-            raise DataError(f"this task has no hub dataset; pass --data TASK=PATH with local files")
+            raise DataError(f"this task has no hub dataset; pass {DATA_FLAG_HINT} with local files")
+        from evalkit import hub_access
+        reason = hub_access.go_offline_if_unreachable()  # fail in seconds, not after half a minute of retries
         import datasets
 
         hub_split = self.hub_splits.get(split, split)
@@ -176,7 +182,8 @@ class DataSource:
         except Exception as e:  # offline, gated, missing: say what to do
             raise DataError(f"could not load hub dataset {self.hub_path}"
                             f"{'/' + self.hub_name if self.hub_name else ''} split {hub_split!r}: "
-                            f"{type(e).__name__}: {e}. Use --data TASK=PATH to read local files.") from None
+                            f"{type(e).__name__}: {str(e)[:300]}.{hub_access.hint(reason)} Use {DATA_FLAG_HINT} to "
+                            f"read local files.") from None
         src = f"hub:{self.hub_path}{'/' + self.hub_name if self.hub_name else ''}[{hub_split}]"
         for i, row in enumerate(ds, 1):
             yield Record(dict(row), Provenance(src, i))
