@@ -142,7 +142,9 @@ class Task:
     def fewshot_pool(self) -> list[Doc]:
         if "_fewshot_pool" not in self.__dict__:
             from evalkit.run_checks import fewshot_path
-            self._fewshot_pool = self.load_docs(self.fewshot_split, path=fewshot_path(self)) if self.fewshot_split else []
+            path = fewshot_path(self) if self.fewshot_split else None  # (refuses the evaluation file)
+            self._fewshot_pool = [] if not self.fewshot_split else \
+                self.load_docs(self.fewshot_split, path=path) if path else self.load_docs(self.fewshot_split)
         return self._fewshot_pool
 
     def fewshot_examples(self, doc: Doc, k: int, ctx: RunContext) -> list[Doc]:

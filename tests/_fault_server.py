@@ -111,10 +111,13 @@ class FaultServer:
             text = healthy_text(body["messages"][-1]["content"], self.answers)
             return {"object": "chat.completion", "model": MODEL, "choices": [
                 {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
-        prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
+        prompts = body["prompt"]
+        if not isinstance(prompts, list) or (prompts and isinstance(prompts[0], int)):
+            prompts = [prompts]  # one prompt: a string or token ids
         choices = []
         for i, p in enumerate(prompts):
-            c = {"index": i, "text": healthy_text(p, self.answers), "finish_reason": "stop", "logprobs": None}
+            text = healthy_text(p, self.answers) if isinstance(p, str) else " #### 0"  # (token ids: no lookup)
+            c = {"index": i, "text": text, "finish_reason": "stop", "logprobs": None}
             if body.get("echo"):
                 c["text"] = p + "x"
                 if self.echo_logprobs:  # one "token" per word, each logprob -1

@@ -60,13 +60,6 @@ def _choices(resp, where: str) -> list[dict]:
     return sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c.get("index"), int) else 0)
 
 
-def _retry_after(headers) -> Optional[float]:
-    try:
-        return float(headers.get("Retry-After")) if headers and headers.get("Retry-After") else None
-    except (TypeError, ValueError):
-        return None
-
-
 class OpenAIBackend(Backend):
     name = "openai"
     commit_every_s = 0.0  # the engine commits every reply as it arrives

@@ -137,3 +137,10 @@ def _error_message(data: bytes) -> str:
         return str(err.get("message", err) if isinstance(err, dict) else err)[:500]
     except ValueError:
         return data[:500].decode("utf-8", "replace")
+
+
+def _retry_after(headers) -> Optional[float]:
+    try:
+        return float(headers.get("Retry-After")) if headers and headers.get("Retry-After") else None
+    except (TypeError, ValueError):
+        return None
