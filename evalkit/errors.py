@@ -11,7 +11,7 @@ class CacheError(EvalkitError):
     """The response cache cannot be opened, read or written; the message names the file."""
 
 
-class ConfigError(EvalkitError):
+class ConfigError(EvalkitError, ValueError):
     """A config file or option is invalid; the message names the file, key or flag."""
 
 

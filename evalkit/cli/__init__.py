@@ -50,6 +50,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    from evalkit import data
+    data.DATA_FLAG_HINT = "--data TASK=PATH"  # a command that takes another form sets its own
     try:
         return int(args.func(args) or 0)
     except USER_ERRORS as e:
