@@ -145,6 +145,8 @@ def directory_identity(path: str, hash_weights: bool = True) -> dict:
 
 def hub_snapshot(repo_id: str, revision: Optional[str] = None) -> Optional[str]:
     """Local snapshot dir of a hub model (downloading it if needed and allowed)."""
+    from evalkit import hub_access
+    hub_access.go_offline_if_unreachable()  # offline: the local HF cache at once, not half a minute of retries
     try:
         from huggingface_hub import snapshot_download
         return snapshot_download(repo_id, revision=revision)

@@ -219,3 +219,62 @@ def test_prompt_longer_than_context_is_counted_warned_and_marked(server, gsm, tm
     assert all(row["extra"]["truncated"]["prompt_tokens"] > 88 for row in rows)
     sent = [b["prompt"] for b in server.bodies]
     assert all(isinstance(p, list) and len(p) == 88 for p in sent)  # token ids, cut to fit
+
+
+@pytest.mark.slow
+def test_sigkill_during_hf_generation_keeps_finished_batches(gsm, tmp_path, tiny_model_dir):
+    """HF commits each generation batch: a kill after the first batch keeps it (the issue's run of
+    24 GSM8K items killed after its first 8-row batch had left nothing)."""
+    import signal
+    import time
+
+    args = ["run", "--model", f"hf:{tiny_model_dir}", "--model-args", "batch_size=1", "--tasks", "gsm8k",
+            "--data", f"gsm8k={gsm}", "--num-fewshot", "0", "--gen-kwargs", "max_tokens=48",
+            "--cache-dir", str(tmp_path / "cache"), "--output", str(tmp_path / "results")]
+    env = {**os.environ, "EVALKIT_TORCH_THREADS": "1", "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "evalkit", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env, cwd=str(REPO), start_new_session=True)
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                if cached_rows(tmp_path) >= 1:
+                    break
+            except sqlite3.OperationalError:  # the cache is being created
+                pass
+            time.sleep(0.2)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    kept = cached_rows(tmp_path)
+    assert kept >= 1
+    r = evalkit(*args, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert f"cached {kept}, computed {3 - kept}" in r.stdout
+
+
+def test_table_is_printed_when_the_record_cannot_be_written(server, gsm, tmp_path):
+    """The results folder passed the check before the run but is gone (a file now) at the end."""
+    import time
+
+    out = tmp_path / "results"
+    out.mkdir()
+    server.faults = [("stall", 1.5)]
+    args = ["run", "--model", f"openai:{MODEL}", "--base-url", server.base_url, "--model-args", FAST + ",concurrency=1",
+            "--tasks", "gsm8k", "--data", f"gsm8k={gsm}", "--cache-dir", str(tmp_path / "cache"), "--output", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "evalkit", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, cwd=str(REPO))
+    deadline = time.time() + 60
+    while not server.bodies and time.time() < deadline:
+        time.sleep(0.05)
+    out.rmdir()
+    out.write_text("not a folder any more")
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in stderr, stderr
+    assert "exact_match_strict" in stdout  # the table came first
+    assert f"could not write the run record to {out}" in stderr and "recomputes nothing" in stderr
+    assert cached_rows(tmp_path) == 3
