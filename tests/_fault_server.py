@@ -45,11 +45,14 @@ class FaultServer:
                 pass
 
             def _send(self, status: int, body: bytes, ctype="application/json"):
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", ctype)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout, a kill)
+                    pass
 
             def do_GET(self):
                 with server.lock:

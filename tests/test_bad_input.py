@@ -301,3 +301,9 @@ def test_judge_output_budget_default_fits(capsys):
     assert args.judge_max_tokens == 512
     assert_error(capsys, ["mt-bench", "--model", "hf:x", "--judge", "hf:y", "--judge-max-tokens", "0"],
                  "--judge-max-tokens 0")
+
+
+def test_verbose_shows_the_traceback(capsys, gsm):
+    rc, out, err = run_cli(capsys, "run", "--model", NO_MODEL, "--tasks", "gsm8k", "--data", f"gsm8k={gsm}",
+                           "--num-fewshot", "-3", "--verbose")
+    assert rc == 2 and "Traceback" in err and "--num-fewshot -3" in err

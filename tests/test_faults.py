@@ -278,3 +278,43 @@ def test_table_is_printed_when_the_record_cannot_be_written(server, gsm, tmp_pat
     assert "exact_match_strict" in stdout  # the table came first
     assert f"could not write the run record to {out}" in stderr and "recomputes nothing" in stderr
     assert cached_rows(tmp_path) == 3
+
+
+def test_api_key_goes_in_the_header_and_nowhere_else(server, gsm, tmp_path):
+    key = "sk-evalkit-env-key-0123456789"
+    r = run_gsm(server, gsm, tmp_path, env={"EVALKIT_TEST_KEY": key}, model_args=FAST + ",api_key_env=EVALKIT_TEST_KEY")
+    assert r.returncode == 0, r.stderr
+    assert set(server.auth) == {f"Bearer {key}"}
+    written = [p for p in (tmp_path / "results").rglob("*") if p.is_file()] + [tmp_path / "cache" / "responses.sqlite"]
+    assert key not in r.stdout + r.stderr and not any(key.encode() in p.read_bytes() for p in written)
+
+
+def test_two_runs_on_one_cache_both_finish(server, gsm, tmp_path):
+    args = ["run", "--model", f"openai:{MODEL}", "--base-url", server.base_url, "--model-args", FAST,
+            "--tasks", "gsm8k", "--data", f"gsm8k={gsm}", "--cache-dir", str(tmp_path / "cache"), "--no-output"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    procs = [subprocess.Popen([sys.executable, "-m", "evalkit", *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO)) for _ in range(2)]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    assert cached_rows(tmp_path) == 3
+
+
+def test_sigint_keeps_what_finished(server, gsm, tmp_path):
+    import signal
+    import time
+
+    server.faults = [None, ("stall", 8.0)]
+    args = ["run", "--model", f"openai:{MODEL}", "--base-url", server.base_url, "--model-args", FAST + ",concurrency=1,timeout=20",
+            "--tasks", "gsm8k", "--data", f"gsm8k={gsm}", "--cache-dir", str(tmp_path / "cache"), "--no-output"]
+    proc = subprocess.Popen([sys.executable, "-m", "evalkit", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=str(REPO))
+    deadline = time.time() + 60
+    while len(server.bodies) < 2 and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert "finished work is in the cache" in err
+    assert cached_rows(tmp_path) == 1
