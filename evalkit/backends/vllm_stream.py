@@ -22,8 +22,12 @@ def stream_engine(backend, prompts: list, params: list):
 
     ids = add(prompts=[TokensPrompt(prompt_token_ids=p) for p in prompts], params=params, use_tqdm=False,
               lora_request=backend._lora[1] if backend._lora else None)
-    where = {str(rid): i for i, rid in enumerate(ids or [])}
-    base = min(int(r) for r in where) if where and all(str(r).isdigit() for r in where) else None
+    # add_request returns vLLM's internal ids ("<external>-<8 random chars>"); outputs carry the
+    # external one, which LLM._add_request takes from its counter
+    where = {}
+    for i, rid in enumerate(ids or []):
+        where[str(rid)] = i
+        where.setdefault(str(rid).split("-", 1)[0], i)
     left = len(prompts)
     try:
         while left and engine.has_unfinished_requests():
@@ -31,9 +35,10 @@ def stream_engine(backend, prompts: list, params: list):
             for out in engine.step():
                 if not out.finished:
                     continue
-                i = where.get(str(out.request_id))
-                if i is None and base is not None:
-                    i = int(str(out.request_id).split("-")[0]) - base
+                rid = str(out.request_id)
+                i = where.get(rid, where.get(rid.split("-", 1)[0]))
+                if i is None:
+                    raise RuntimeError(f"vLLM returned an output for request {rid!r}, which evalkit did not add")
                 group.append((i, out))
             if group:
                 left -= len(group)
@@ -42,7 +47,7 @@ def stream_engine(backend, prompts: list, params: list):
     except BaseException:
         if ids:  # interrupted or failed: nothing of ours may linger in the engine
             try:
-                engine.abort_request(list(ids))
+                engine.abort_request(list(ids), internal=True)
             except Exception:  # noqa: BLE001 (best effort while unwinding)
                 log.debug("could not abort vLLM requests", exc_info=True)
         raise
