@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import csv
 import gzip
-import io
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
+
+
+# how the command at hand takes local data (``evalkit score`` sets "--data PATH")
+DATA_FLAG_HINT = "--data TASK=PATH"
 
 
 class DataError(ValueError):
@@ -56,10 +59,25 @@ def require(record: dict, name: str, kind: type | tuple = str):
     return value
 
 
-def _open_text(path: Path) -> io.TextIOBase:
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+def decoded_lines(path: Path) -> Iterator[str]:
+    """The file's lines as text (line endings kept), a UTF-8 byte-order mark dropped; bytes that are
+    not UTF-8 (a binary file, another encoding) raise a DataError naming file and line."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as f:
+            for lineno, raw in enumerate(f, 1):
+                if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                if b"\x00" in raw:
+                    raise DataError(f"{path}:{lineno}: NUL bytes: this looks like a binary file, not text data")
+                try:
+                    yield raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise DataError(f"{path}:{lineno}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column "
+                                    f"{e.start + 1}); is this a binary file or another encoding?") from None
+    except (OSError, EOFError) as e:  # unreadable, or a corrupt .gz
+        raise DataError(f"{path}: cannot read it ({type(e).__name__}: {e})") from None
 
 
 def _base_suffix(path: Path) -> str:
@@ -71,23 +89,21 @@ def read_records(path: os.PathLike) -> Iterator[Record]:
     path = Path(path)
     suffix = _base_suffix(path).lower()
     if suffix in (".jsonl", ".ndjson"):
-        with _open_text(path) as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise DataError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
-                if not isinstance(obj, dict):
-                    raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-                yield Record(obj, Provenance(str(path), lineno))
-    elif suffix == ".json":
-        with _open_text(path) as f:
+        for lineno, line in enumerate(decoded_lines(path), 1):
+            if not line.strip():
+                continue
             try:
-                obj = json.load(f)
+                obj = json.loads(line)
             except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{e.lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
+                raise DataError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
+            if not isinstance(obj, dict):
+                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+            yield Record(obj, Provenance(str(path), lineno))
+    elif suffix == ".json":
+        try:
+            obj = json.loads("".join(decoded_lines(path)))
+        except json.JSONDecodeError as e:
+            raise DataError(f"{path}:{e.lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
         rows = obj.get("data", obj.get("rows")) if isinstance(obj, dict) else obj
         if not isinstance(rows, list):
             raise DataError(f"{path}: expected a JSON list of records (or {{'data': [...]}})")
@@ -96,13 +112,19 @@ def read_records(path: os.PathLike) -> Iterator[Record]:
                 raise DataError(f"{path}: element {i}: expected an object, got {type(row).__name__}")
             yield Record(row, Provenance(str(path), i))
     elif suffix in (".csv", ".tsv"):
-        with _open_text(path) as f:
-            reader = csv.DictReader(f, delimiter="\t" if suffix == ".tsv" else ",")
+        reader = csv.DictReader(decoded_lines(path), delimiter="\t" if suffix == ".tsv" else ",")
+        try:
             for row in reader:
                 yield Record(dict(row), Provenance(str(path), reader.line_num))
+        except csv.Error as e:
+            raise DataError(f"{path}:{reader.line_num}: unreadable CSV ({e})") from None
     elif suffix == ".parquet":
         import pandas as pd
-        for i, row in enumerate(pd.read_parquet(path).to_dict("records"), 1):
+        try:
+            frame = pd.read_parquet(path)
+        except Exception as e:  # noqa: BLE001 (pyarrow raises many kinds for a bad file)
+            raise DataError(f"{path}: not a readable Parquet file ({type(e).__name__}: {e})") from None
+        for i, row in enumerate(frame.to_dict("records"), 1):
             yield Record(row, Provenance(str(path), i))
     else:
         raise DataError(f"{path}: unsupported data file type {suffix!r} "
@@ -149,7 +171,9 @@ class DataSource:
 
     def _load_hub(self, split: str) -> Iterable[Record]:
         if not self.hub_path:
-            raise DataError(f"this task has no hub dataset; pass --data TASK=PATH with local files")
+            raise DataError(f"this task has no hub dataset; pass {DATA_FLAG_HINT} with local files")
+        from evalkit import hub_access
+        reason = hub_access.go_offline_if_unreachable()  # fail in seconds, not after half a minute of retries
         import datasets
 
         hub_split = self.hub_splits.get(split, split)
@@ -158,7 +182,8 @@ class DataSource:
         except Exception as e:  # offline, gated, missing: say what to do
             raise DataError(f"could not load hub dataset {self.hub_path}"
                             f"{'/' + self.hub_name if self.hub_name else ''} split {hub_split!r}: "
-                            f"{type(e).__name__}: {e}. Use --data TASK=PATH to read local files.") from None
+                            f"{type(e).__name__}: {str(e)[:300]}.{hub_access.hint(reason)} Use {DATA_FLAG_HINT} to "
+                            f"read local files.") from None
         src = f"hub:{self.hub_path}{'/' + self.hub_name if self.hub_name else ''}[{hub_split}]"
         for i, row in enumerate(ds, 1):
             yield Record(dict(row), Provenance(src, i))

@@ -3,19 +3,24 @@
 It dedupes identical requests across tasks, answers what the persistent cache already has, sorts
 the rest by length (longest first, so memory trouble shows at once and padding stays small; requests
 that share a long few-shot prefix are kept together so a backend can run that prefix once), hands
-them to the backend in chunks and commits each chunk's responses to the cache before the next one:
-a run killed at any point and started again recomputes nothing it had finished.
+them to the backend in chunks and commits answers as they finish (per batch, per server reply, or
+every ``backend.commit_every_s`` for a streaming engine), each checked first (``response_checks``): a run
+killed at any point loses only requests in flight, and nothing malformed is ever cached.
 """
 from __future__ import annotations
 
 import logging
+import os
 import sys
+import time
 from collections import Counter
 from typing import Sequence
 
 from tqdm.auto import tqdm
 
+from evalkit import response_checks
 from evalkit.backends.base import Backend
+from evalkit.errors import RequestFailure, RequestsFailed
 from evalkit.backends.shared_prefix import prefix_runs
 from evalkit.requests import GenerateRequest, LoglikelihoodRequest
 
@@ -51,16 +56,24 @@ def order_requests(requests) -> list:
     return [todo[i] for u in units for i in u]
 
 
+LOG_EVERY_S = float(os.environ.get("EVALKIT_PROGRESS_EVERY_S", 30))  # progress line period off a terminal (CI)
+GIVE_UP_AFTER = 16        # unusable replies in a row, with none usable, end the run early
+
+
 class Engine:
     def __init__(self, backend: Backend, cache, progress: bool = True):
         self.backend = backend
         self.cache = cache
         self.model_key = backend.identity_hash()
         self.progress = progress and sys.stderr.isatty() or progress == "always"
+        # not a terminal (CI): a plain line every LOG_EVERY_S instead of a bar
+        self.log_lines = bool(progress) and not self.progress
         self.stats = Counter()  # requested / unique / cached / computed, per kind and overall
+        self.failures: list[tuple[str, str]] = []  # (kind, problem) of requests that got no usable answer
 
     def run(self, requests: Sequence) -> dict:
-        """Answer every request; returns {request key: response}."""
+        """Answer every request; returns {request key: response}. Raises RequestsFailed (after every
+        kind ran and every usable answer was committed) when some requests got no usable answer."""
         by_kind: dict[str, dict] = {}
         for r in requests:
             by_kind.setdefault(r.kind, {})[r.key()] = r
@@ -79,29 +92,64 @@ class Engine:
                 answers.update(self._compute(kind, todo))
             log.info("%s: %d unique requests, %d from cache, %d computed",
                      kind, len(unique), len(cached), len(todo))
+        if self.failures:
+            raise self._failed_error()
         return answers
 
+    def _failed_error(self) -> RequestsFailed:
+        n = len(self.failures)
+        kinds = Counter(k for k, _ in self.failures)
+        first = self.failures[0][1]
+        what = ", ".join(f"{v} {k}" for k, v in kinds.items())
+        return RequestsFailed(
+            f"{n} request(s) got no usable answer from {self.backend.name} ({what}); first: {first}. "
+            f"None of them was cached; the {self.stats['computed']} answered this run were. Fix the cause "
+            f"and rerun: only the failed requests are computed again", failed=n, committed=self.stats["computed"])
+
     def _compute(self, kind: str, todo: list) -> dict:
-        call = {"loglikelihood": self.backend.loglikelihood,
-                "loglikelihood_rolling": self.backend.loglikelihood_rolling,
-                "generate": self.backend.generate}[kind]
-        out = {}
+        out, pending = {}, []
         size = max(1, int(self.backend.chunk_size))
         bar = tqdm(total=len(todo), desc=f"{self.backend.name} {kind}", unit="req",
                    disable=not self.progress, dynamic_ncols=True)
+        t0 = last_commit = last_line = time.monotonic()
+        done = usable = 0
+
+        def commit():
+            nonlocal last_commit
+            if pending:
+                self.cache.put_many(self.model_key, kind, pending)
+                self.stats["computed"] += len(pending)
+                self.stats[f"computed_{kind}"] += len(pending)
+                pending.clear()
+            last_commit = time.monotonic()
+
         try:
             for i in range(0, len(todo), size):
                 chunk = todo[i:i + size]
-                results = call(chunk)
-                if len(results) != len(chunk):
-                    raise RuntimeError(f"backend {self.backend.name} returned {len(results)} "
-                                       f"responses for {len(chunk)} {kind} requests")
-                pairs = [(r.key(), res) for r, res in zip(chunk, results)]
-                self.cache.put_many(self.model_key, kind, pairs)
-                out.update(pairs)
-                self.stats["computed"] += len(chunk)
-                self.stats[f"computed_{kind}"] += len(chunk)
-                bar.update(len(chunk))
+                for group in self.backend.stream(kind, chunk):  # as they finish, where the backend can
+                    for j, res in group:
+                        req = chunk[j]
+                        why = res.problem if isinstance(res, RequestFailure) else response_checks.problem(kind, req, res)
+                        if why:
+                            self.failures.append((kind, why))
+                            self.stats["failed"] += 1
+                        else:
+                            pending.append((req.key(), res))
+                            out[req.key()] = res
+                            usable += 1
+                        done += 1
+                    bar.update(len(group))
+                    now = time.monotonic()
+                    if now - last_commit >= self.backend.commit_every_s:
+                        commit()
+                    if self.log_lines and now - last_line >= LOG_EVERY_S:
+                        last_line = now
+                        print(f"evalkit: {self.backend.name} {kind}: {done}/{len(todo)} requests "
+                              f"({100 * done / len(todo):.0f}%), {now - t0:.0f}s", file=sys.stderr, flush=True)
+                    if not usable and len(self.failures) >= GIVE_UP_AFTER:
+                        raise self._failed_error()
+                commit()
         finally:
+            commit()  # whatever finished is kept, even when the backend failed or the run was interrupted
             bar.close()
         return out

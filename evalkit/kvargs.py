@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 
-def parse_model_args(text: str | None) -> dict:
-    """``k=v,k2=v2`` with ints, floats, booleans and ``none`` typed."""
+def parse_model_args(text: str | None, flag: str = "--model-args") -> dict:
+    """``k=v,k2=v2`` with ints, floats, booleans and ``none`` typed (``flag`` names the option in errors)."""
     out = {}
     if not text:
         return out
@@ -12,7 +12,7 @@ def parse_model_args(text: str | None) -> dict:
         if not part:
             continue
         if "=" not in part:
-            raise ValueError(f"--model-args: {part!r} is not key=value")
+            raise ValueError(f"{flag}: {part!r} is not key=value")
         k, v = part.split("=", 1)
         out[k.strip()] = _coerce(v.strip())
     return out

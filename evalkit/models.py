@@ -30,10 +30,17 @@ MODEL_HASH_FILES = ("config.json", "generation_config.json", "tokenizer.json", "
 
 
 def models_dir() -> Path:
-    return default_cache_dir() / "models"
+    """Converted bundled models: shared by every EVALKIT_CACHE_DIR (a response cache of its own
+    never costs a new conversion) unless EVALKIT_MODELS_DIR names another folder."""
+    if os.environ.get("EVALKIT_MODELS_DIR"):
+        return Path(os.environ["EVALKIT_MODELS_DIR"])
+    return Path.home() / ".cache" / "evalkit" / "models"
 
 
 def bundled_path(name: str) -> Path:
+    own = default_cache_dir() / "models" / name  # converted under this cache dir by an older evalkit
+    if not os.environ.get("EVALKIT_MODELS_DIR") and (own / "config.json").exists():
+        return own
     return models_dir() / name
 
 
@@ -138,6 +145,8 @@ def directory_identity(path: str, hash_weights: bool = True) -> dict:
 
 def hub_snapshot(repo_id: str, revision: Optional[str] = None) -> Optional[str]:
     """Local snapshot dir of a hub model (downloading it if needed and allowed)."""
+    from evalkit import hub_access
+    hub_access.go_offline_if_unreachable()  # offline: the local HF cache at once, not half a minute of retries
     try:
         from huggingface_hub import snapshot_download
         return snapshot_download(repo_id, revision=revision)

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional, Union
 
+from evalkit.jsonio import read_json, read_jsonl
 from evalkit.provenance import git_sha, package_versions, run_id_for, utc_now
-from evalkit.redaction import scrub
+from evalkit.redact import scrub
 
 SCHEMA_VERSION = 2
 #: what produced a record
@@ -137,9 +138,10 @@ class TaskEntry(_Typed):
     rescored: Optional[dict] = None
     ratings: Optional[list] = None
     battles_file: Optional[str] = None
+    truncated_prompts: Optional[int] = None  # prompts longer than the context, cut from the left
     other: dict = field(default_factory=dict)
 
-    OMIT_IF_NONE: typing.ClassVar[tuple] = ("rescored", "ratings", "battles_file")
+    OMIT_IF_NONE: typing.ClassVar[tuple] = ("rescored", "ratings", "battles_file", "truncated_prompts")
 
 
 @dataclass
@@ -283,14 +285,7 @@ class RunRecord:
         return Path(self.path) / (self.tasks[task].get("samples_file") or samples_filename(task))
 
     def samples(self, task: str) -> Iterator[dict]:
-        path = self.samples_path(task)
-        with open(path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                if line.strip():
-                    try:
-                        yield json.loads(line)
-                    except json.JSONDecodeError as e:
-                        raise RecordError(f"{path}:{lineno}: invalid JSON ({e.msg})") from None
+        yield from read_jsonl(self.samples_path(task))
 
 
 def load_run(path: os.PathLike) -> RunRecord:
@@ -300,15 +295,9 @@ def load_run(path: os.PathLike) -> RunRecord:
     run_json = p / "run.json"
     if not run_json.exists():
         raise FileNotFoundError(f"{p}: not a run record (no run.json)")
-    try:
-        with open(run_json, encoding="utf-8") as f:
-            data = json.load(f)
-    except json.JSONDecodeError as e:
-        raise RecordError(f"{run_json}:{e.lineno}: invalid JSON ({e.msg})") from None
-    except UnicodeDecodeError:
-        raise RecordError(f"{run_json}: not a text file (binary data)") from None
+    data = read_json(run_json)
     if not isinstance(data, dict):
-        raise RecordError(f"{run_json}: expected a JSON object")
+        raise RecordError(f"{run_json}: not a run record (a JSON {type(data).__name__}, not an object)")
     if data.get("schema_version", 0) > SCHEMA_VERSION:
         raise RecordError(f"{run_json}: schema_version {data['schema_version']} is newer than this evalkit "
                           f"understands ({SCHEMA_VERSION}); upgrade evalkit")

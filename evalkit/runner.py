@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from evalkit import registry
+from evalkit import registry, run_checks
 from evalkit.engine import Engine
 from evalkit.records import ModelInfo, TaskEntry, new_run, samples_filename, write_run
 from evalkit.run_config import RunConfig
@@ -43,6 +43,7 @@ class Plan:
     config: RunConfig
     ctx: RunContext
     task_runs: list
+    too_long: dict = field(default_factory=dict)  # {task: {doc position: info}}: prompts over the context
 
     def all_requests(self) -> list:
         return [r for tr in self.task_runs for reqs in tr.requests for r in reqs]
@@ -64,7 +65,9 @@ def select_docs(docs: list, limit: Optional[int], shard: Optional[tuple]) -> lis
 
 def make_task(name: str, config: RunConfig) -> Task:
     cls = registry.get_task_class(name)
-    return cls(data_path=config.data_paths.get(name), **config.task_options.get(name, {}))
+    task = cls(data_path=config.data_paths.get(name), **config.task_options.get(name, {}))
+    task.fewshot_data_path = config.fewshot_paths.get(name)
+    return task
 
 
 def load_tasks(config: RunConfig) -> list[TaskRun]:
@@ -72,7 +75,9 @@ def load_tasks(config: RunConfig) -> list[TaskRun]:
     runs = []
     for name in config.tasks:
         task = make_task(name, config)
+        run_checks.check_fewshot_source(task, config.num_fewshot)
         picked = select_docs(task.eval_docs(), config.limit, config.shard)
+        run_checks.require_docs(task, picked, config)
         runs.append(TaskRun(task, [d for _, d in picked], [], [k for k, _ in picked]))
     return runs
 
@@ -84,7 +89,9 @@ def plan(config: RunConfig, backend=None, task_runs: Optional[list[TaskRun]] = N
     task_runs = task_runs if task_runs is not None else load_tasks(config)
     for tr in task_runs:
         tr.requests = [tr.task.requests(d, ctx) for d in tr.docs]
-    return Plan(config, ctx, task_runs)
+    # counted, warned, recorded per sample
+    too_long = run_checks.prompts_over_context(task_runs, backend) if backend is not None else {}
+    return Plan(config, ctx, task_runs, too_long)
 
 
 # ---- phase 2: answer --------------------------------------------------------------------------
@@ -136,6 +143,7 @@ def score(p: Plan, answers: dict) -> tuple[dict, dict]:
         per_doc = [[answers[r.key()] for r in reqs] for reqs in tr.requests]
         samples = tr.task.score_all(tr.docs, per_doc, p.ctx)
         entries[tr.task.name], rows[tr.task.name] = score_task(tr.task, samples, p.config, tr.indices)
+        run_checks.record_truncation(entries[tr.task.name], rows[tr.task.name], p.too_long.get(tr.task.name))
     return entries, rows
 
 

@@ -20,6 +20,7 @@ reference per line, one file per reference set, through their ``docs_from_refere
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from evalkit import registry
-from evalkit.data import DataError
+from evalkit.data import DataError, decoded_lines
 from evalkit.records import ModelInfo, RunRecord, load_run, new_run, samples_filename, write_run
 from evalkit.run_config import RunConfig
 from evalkit.runner import score_task
@@ -59,8 +60,7 @@ def _sha256(path: Path) -> str:
 
 def read_lines(path: Path) -> list[str]:
     """One item per line, line endings removed; a final newline adds no empty item."""
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
+    return [line.rstrip("\n").rstrip("\r") for line in decoded_lines(path)]
 
 
 def _as_texts(value, where: str) -> list[str]:
@@ -81,7 +81,7 @@ def _as_texts(value, where: str) -> list[str]:
 
 def _read_jsonl(path: Path) -> Predictions:
     by_id, hashes, kind = {}, {}, "jsonl"
-    with open(path, encoding="utf-8") as f:
+    with contextlib.nullcontext(decoded_lines(path)) as f:  # text lines; a bad byte names its line
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -212,6 +212,8 @@ def rescore(cfg: ScoreConfig, output_dir: Optional[str] = "results") -> dict:
                          "references with --references FILE")
     else:
         docs = task.eval_docs()
+    if cfg.limit is not None and preds.in_order is not None:  # plain text: the first N lines, the first N docs
+        docs, preds.in_order = docs[:cfg.limit], preds.in_order[:cfg.limit]
     pairs = align(docs, preds)
     if cfg.limit is not None:
         pairs = pairs[:cfg.limit]

@@ -38,6 +38,7 @@ What a task may override (every hook has a default on ``Task``):
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import ClassVar, Optional, Sequence
 
 from evalkit import metric as _metric
@@ -71,6 +72,8 @@ class Task:
     redact_samples: ClassVar[bool] = False
     #: the leaderboard's task family (default: from the task name)
     family: ClassVar[Optional[str]] = None
+    #: a local file of few-shot examples (``--fewshot-data TASK=PATH``), never the evaluation file
+    fewshot_data_path: Optional[str] = None
 
     def __init__(self, data_path: Optional[str] = None, **options):
         self.data_path = data_path
@@ -80,11 +83,11 @@ class Task:
     def record_to_doc(self, record: dict, index: int) -> Doc:
         raise NotImplementedError
 
-    def load_docs(self, split: str, max_docs: Optional[int] = None) -> list[Doc]:
+    def load_docs(self, split: str, max_docs: Optional[int] = None, path: Optional[str] = None) -> list[Doc]:
         from evalkit.data import DataError, FieldError
 
         docs = []
-        for i, rec in enumerate(self.dataset.iter_records(split, self.data_path)):
+        for i, rec in enumerate(self.dataset.iter_records(split, path or self.data_path)):
             if max_docs is not None and len(docs) >= max_docs:
                 break
             try:
@@ -115,8 +118,30 @@ class Task:
 
     def fewshot_pool(self) -> list[Doc]:
         if "_fewshot_pool" not in self.__dict__:
-            self._fewshot_pool = self.load_docs(self.fewshot_split) if self.fewshot_split else []
+            if self.fewshot_reads_eval_file():
+                raise self.fewshot_refusal(self.num_fewshot)
+            self._fewshot_pool = (self.load_docs(self.fewshot_split, path=self.fewshot_data_path)
+                                  if self.fewshot_split else [])
         return self._fewshot_pool
+
+    def fewshot_reads_eval_file(self) -> bool:
+        """True when the few-shot split would be read from the one file that also holds the test docs."""
+        if not self.fewshot_split or self.fewshot_split == self.eval_split:
+            return False
+        if type(self).fewshot_pool is not Task.fewshot_pool:  # the task brings its own exemplars
+            return False
+        if self.fewshot_data_path:
+            return False
+        return bool(self.data_path) and Path(self.data_path).is_file() and self.dataset.local_reader is None
+
+    def fewshot_refusal(self, k) -> Exception:
+        from evalkit.data import DataError
+        files = ", ".join(f for names in self.dataset.local_files.values() for f in names) or "one file per split"
+        return DataError(
+            f"task {self.name}: --data {self.data_path} is a single file, so its {k} few-shot examples (the "
+            f"{self.fewshot_split!r} split) would come from the evaluation file itself and test questions would "
+            f"carry their own answers. Pass a folder holding both splits ({files}), or add --fewshot-data "
+            f"{self.name}=FILE, or use --num-fewshot 0")
 
     def fewshot_examples(self, doc: Doc, k: int, ctx: RunContext) -> list[Doc]:
         if k <= 0:

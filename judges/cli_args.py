@@ -18,13 +18,18 @@ def add_contestant_args(p: argparse.ArgumentParser, flag: str = "--model") -> No
                    help="imported answers: FastChat model_answer JSONL (repeatable); named after the file")
 
 
+JUDGE_MAX_TOKENS = 512
+
+
 def add_judge_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("judge")
     g.add_argument("--judge", required=True, metavar="SPEC",
                    help="the judge model: vllm:..., hf:... or openai:... (any backend evalkit runs)")
     g.add_argument("--judge-args", default=None, metavar="K=V,...",
                    help="backend options for the judge (default: --model-args)")
-    g.add_argument("--judge-max-tokens", type=int, default=2048, help="judge output length (FastChat: 2048)")
+    g.add_argument("--judge-max-tokens", type=int, default=JUDGE_MAX_TOKENS,
+                   help=f"judge output length (default {JUDGE_MAX_TOKENS}: a verdict with its reasons fits; FastChat "
+                        "allowed 2048, which a small local judge that never stops spends on every call)")
     g.add_argument("--judge-retries", type=int, default=2,
                    help="resample an unparsable judgment up to N times before counting it as a parse failure")
     g.add_argument("--constrain", choices=("auto", "on", "off"), default="auto",
@@ -70,6 +75,8 @@ def judge_setup(args) -> tuple:
     if args.limit is not None and args.limit < 1:
         raise ValueError("--limit must be >= 1")
     judge_args = None if args.judge_args is None else parse_model_args(args.judge_args)
+    if args.judge_max_tokens < 1:
+        raise ValueError(f"--judge-max-tokens {args.judge_max_tokens}: expected an integer >= 1")
     options = {"max_tokens": args.judge_max_tokens, "retries": args.judge_retries, "constrain": args.constrain}
     templates = TemplateSet(args.judge_prompts, parse_roles(args.judge_template))
     return judge_args, options, templates

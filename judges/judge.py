@@ -73,7 +73,7 @@ def judge_name(spec: str, backend) -> str:
 
 
 class Judge:
-    def __init__(self, backend, cache, spec: str, max_tokens: int = 2048, retries: int = 2,
+    def __init__(self, backend, cache, spec: str, max_tokens: int = 512, retries: int = 2,
                  retry_temperature: float = 0.7, constrain: str = "auto", seed: int = 1234, progress=False):
         if constrain not in ("auto", "on", "off"):
             raise ValueError(f"--constrain {constrain!r}: expected auto, on or off")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterable
 
 from evalkit.choices import extract_answer_letter, macro_mean, simple_evals_prompt
-from evalkit.data import DataError, DataSource, FieldError, Provenance, Record
+from evalkit.data import DataError, DataSource, FieldError, Provenance, Record, decoded_lines
 from evalkit.requests import GenParams
 from evalkit.stats import mean_metric
 from evalkit.task import Doc, GenerationTask, MultipleChoiceTask, Sample, Scored, register_task
@@ -70,20 +70,27 @@ def _split_dir(root: Path, split: str) -> Path:
 def read_mmlu_csv(path: Path, subject: str) -> Iterable[Record]:
     """One subject's CSV: headerless question,A,B,C,D,letter (original) or with a header row
     question,choice0..choice3,answer and a 0-3 index (hub export)."""
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.reader(f)
-        first = True
-        for row in reader:
-            where = Provenance(str(path), reader.line_num)
-            if first:
-                first = False
-                if tuple(c.strip().lower() for c in row) == _HEADER:
-                    continue
-            if not row or not any(c.strip() for c in row):
+    # bytes are decoded line by line: a BOM is dropped, a byte that is not UTF-8 names its line
+    reader = csv.reader(decoded_lines(path))
+    first = True
+    for row in _rows(reader, path):
+        where = Provenance(str(path), reader.line_num)
+        if first:
+            first = False
+            if tuple(c.strip().lower() for c in row) == _HEADER:
                 continue
-            if len(row) != 6:
-                raise DataError(f"{where}: expected 6 columns (question, 4 choices, answer), got {len(row)}")
-            yield Record({"question": row[0], "choices": row[1:5], "answer": row[5], "subject": subject}, where)
+        if not row or not any(c.strip() for c in row):
+            continue
+        if len(row) != 6:
+            raise DataError(f"{where}: expected 6 columns (question, 4 choices, answer), got {len(row)}")
+        yield Record({"question": row[0], "choices": row[1:5], "answer": row[5], "subject": subject}, where)
+
+
+def _rows(reader, path: Path):
+    try:
+        yield from reader
+    except csv.Error as e:
+        raise DataError(f"{path}:{reader.line_num}: unreadable CSV ({e})") from None
 
 
 def local_reader(subjects=None):

@@ -26,7 +26,7 @@ FORBIDDEN = {
 # the core's lower layers: data, metrics, statistics, task API, records
 CORE = ("evalkit.task", "evalkit.items", "evalkit.metric", "evalkit.metrics", "evalkit.stats", "evalkit.data", "evalkit.requests",
         "evalkit.records", "evalkit.record_schema", "evalkit.run_config", "evalkit.registry", "evalkit.provenance",
-        "evalkit.redaction", "evalkit.kvargs", "evalkit.answers", "evalkit.arena")
+        "evalkit.redact", "evalkit.jsonio", "evalkit.kvargs", "evalkit.answers", "evalkit.arena")
 CORE_FORBIDDEN = ("evalkit.runner", "evalkit.engine", "evalkit.backends", "evalkit.cli", "evalkit.judges",
                   "evalkit.dashboards", "evalkit.tasks", "evalkit.scoring", "evalkit.parity", "evalkit.merge")
 

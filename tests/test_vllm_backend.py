@@ -288,3 +288,17 @@ def few_docs(config, n_wikitext=4, n_gsm8k=24):
         else:
             tr.docs = tr.docs[:n_gsm8k]
     return runs
+
+
+def test_generation_streams_finished_outputs_from_the_step_loop(vllm_backend):
+    """The evalkit engine commits vLLM answers as they finish (issue 20): the stream yields each
+    request once, as the engine's step loop finishes it, and the answers equal a blocking call's."""
+    reqs = [GenerateRequest(prompt=f"List {n} colours:", params=GenParams(max_tokens=3 * n, temperature=0.0))
+            for n in (1, 3, 6, 10)]
+    whole = vllm_backend.generate(reqs)
+    groups = list(vllm_backend.stream("generate", reqs))
+    got = {i: c for g in groups for i, c in g}
+    assert sorted(got) == [0, 1, 2, 3] and sum(len(g) for g in groups) == 4
+    assert [got[i][0].text for i in range(4)] == [w[0].text for w in whole]
+    assert len(groups) > 1  # shorter budgets finish steps earlier than longer ones
+    assert not vllm_backend.llm.llm_engine.has_unfinished_requests()

@@ -32,6 +32,8 @@ class Backend(ABC):
     adapters: tuple = ()
     #: counters of this backend's work (completions, hits of max_tokens, prompt tokens, ...)
     stats: Counter
+    #: a streaming backend's answers are committed to the cache at least this often (seconds)
+    commit_every_s: float = 2.0
 
     @abstractmethod
     def identity(self) -> dict: ...
@@ -71,6 +73,18 @@ class Backend(ABC):
 
     @abstractmethod
     def generate(self, requests: Sequence[GenerateRequest]) -> list[list[Completion]]: ...
+
+    def stream(self, kind: str, requests: Sequence):
+        """Answers of one engine chunk as ``(index, answer)`` lists, yielded as they finish so the
+        engine commits them to the cache at once. Default: the kind's method on the whole chunk,
+        one list; the vLLM backend streams generation from the engine's step loop."""
+        call = {"loglikelihood": self.loglikelihood, "loglikelihood_rolling": self.loglikelihood_rolling,
+                "generate": self.generate}[kind]
+        results = call(requests)
+        if len(results) != len(requests):
+            raise RuntimeError(f"backend {self.name} returned {len(results)} responses for {len(requests)} "
+                               f"{kind} requests")
+        yield list(enumerate(results))
 
     def apply_chat_template(self, messages: list[dict]) -> str:
         """Render chat messages into the model's prompt string (generation prompt appended)."""

@@ -280,19 +280,28 @@ class HFBackend(TokenizerMixin, Backend):
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[list[Completion]]:
         out: list[Optional[list[Completion]]] = [None] * len(requests)
+        for group in self.stream("generate", requests):
+            for i, comps in group:
+                out[i] = comps
+        return out
+
+    def stream(self, kind: str, requests: Sequence):
+        """Answers batch by batch, as (index, result) lists, so the engine commits each batch."""
+        if kind != "generate":
+            call = self.loglikelihood if kind == "loglikelihood" else self.loglikelihood_rolling
+            yield list(enumerate(call(requests)))
+            return
         greedy_groups: "OrderedDict[tuple, list[int]]" = OrderedDict()
         for i, r in enumerate(requests):
             if r.params.greedy:
                 greedy_groups.setdefault((r.params.max_tokens, tuple(r.params.stop)), []).append(i)
             else:
-                out[i] = self._sample_one(r)
+                yield [(i, self._sample_one(r))]
         for idxs in greedy_groups.values():
             prompts = [self._prompt_text(requests[i]) for i in idxs]
             params = requests[idxs[0]].params
-            texts = self._generate_batch(prompts, params, do_sample=False)
-            for i, c in zip(idxs, texts):
-                out[i] = [c] * params.n
-        return out
+            for batch in self._generate_batches(prompts, params, do_sample=False):
+                yield [(idxs[j], [c] * params.n) for j, c in batch]
 
     def _sample_one(self, req: GenerateRequest) -> list[Completion]:
         """Seeded sampling, one request at a time so the draw never depends on batch makeup."""
@@ -308,6 +317,14 @@ class HFBackend(TokenizerMixin, Backend):
         return comps
 
     def _generate_batch(self, prompts: list[str], params, do_sample: bool) -> list[Completion]:
+        results: list[Optional[Completion]] = [None] * len(prompts)
+        for batch in self._generate_batches(prompts, params, do_sample):
+            for j, c in batch:
+                results[j] = c
+        return results
+
+    def _generate_batches(self, prompts: list[str], params, do_sample: bool):
+        """Generate in batches (longest prompts first); yields each batch's (index, Completion) pairs."""
         torch = self.torch
         from transformers import StoppingCriteria, StoppingCriteriaList
 
@@ -315,7 +332,6 @@ class HFBackend(TokenizerMixin, Backend):
         max_new = int(params.max_tokens)
         max_ctx = max(1, self.max_length - max_new)
         enc = [self.encode(p)[-max_ctx:] for p in prompts]
-        results: list[Optional[Completion]] = [None] * len(prompts)
         order = sorted(range(len(enc)), key=lambda j: -len(enc[j]))
         tokenizer = self.tokenizer
 
@@ -338,6 +354,7 @@ class HFBackend(TokenizerMixin, Backend):
             budget_rows = int(self.batch_size)
         for b in range(0, len(order), budget_rows):
             rows = order[b: b + budget_rows]
+            done = []
             width = max(len(enc[j]) for j in rows)
             pad = tokenizer.pad_token_id
             ids = torch.full((len(rows), width), pad, dtype=torch.long)
@@ -363,5 +380,5 @@ class HFBackend(TokenizerMixin, Backend):
                 for s in stops:
                     text = text.split(s)[0]
                 finish = "stop" if hit or (new and new[-1] == tokenizer.eos_token_id) or len(new) < max_new else "length"
-                results[j] = Completion(text, finish)
-        return results
+                done.append((j, Completion(text, finish)))
+            yield done

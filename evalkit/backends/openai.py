@@ -23,129 +23,46 @@ restarted server keeps its cache.
 """
 from __future__ import annotations
 
-import http.client
 import json
 import logging
 import os
-import random
-import threading
-import time
-import urllib.parse
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional, Sequence
 
 from evalkit import models
 from evalkit.backends.base import Backend
+from evalkit.backends.openai_http import BackendError, MalformedReply, _Http  # noqa: F401 (re-exported)
 from evalkit.backends.tokenization import encode_pair, prefix_token_id, truncate_pair
+from evalkit.errors import RequestFailure
 from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
 log = logging.getLogger(__name__)
 
-RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 _SERVER_FIELDS = ("id", "root", "parent", "owned_by", "max_model_len")  # stable across restarts
 
 
-class BackendError(RuntimeError):
-    """The server refused or kept failing; the message says what to do."""
+def _shape(obj) -> str:
+    """A short description of what a reply held, for error messages (never its full content)."""
+    if isinstance(obj, dict):
+        return "keys: " + (", ".join(sorted(map(str, obj))[:8]) or "none")
+    return type(obj).__name__
 
 
-class _Http:
-    """JSON over HTTP(S) with one keep-alive connection per thread, retries and backoff."""
-
-    def __init__(self, base_url: str, api_key: Optional[str], timeout: float, max_retries: int,
-                 backoff_base: float, backoff_max: float, stats: Counter):
-        u = urllib.parse.urlsplit(base_url)
-        if u.scheme not in ("http", "https") or not u.hostname:
-            raise ValueError(f"--base-url {base_url!r}: expected http(s)://host:port/v1")
-        self.https = u.scheme == "https"
-        self.host, self.port = u.hostname, u.port or (443 if self.https else 80)
-        self.prefix = u.path.rstrip("/")
-        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
-        self.timeout, self.max_retries = float(timeout), int(max_retries)
-        self.backoff_base, self.backoff_max = float(backoff_base), float(backoff_max)
-        self.stats = stats
-        self._local = threading.local()
-        self._lock = threading.Lock()
-
-    def _conn(self):
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-            conn = self._local.conn = cls(self.host, self.port, timeout=self.timeout)
-        return conn
-
-    def _once(self, method: str, path: str, body) -> tuple[int, bytes, object]:
-        reused = getattr(self._local, "conn", None) is not None
-        conn = self._conn()
-        try:
-            conn.request(method, self.prefix + path, body=None if body is None else json.dumps(body).encode(),
-                         headers=self._headers)
-            resp = conn.getresponse()
-            return resp.status, resp.read(), resp.headers
-        except BaseException as e:
-            conn.close()
-            self._local.conn = None
-            stale = isinstance(e, (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected))
-            if reused and stale:  # the server closed an idle keep-alive connection: reconnect once
-                return self._once(method, path, body)
-            raise
-
-    def _count(self, key: str) -> None:
-        with self._lock:
-            self.stats[key] += 1
-
-    def call(self, method: str, path: str, body=None) -> dict:
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            retry_after = None
-            try:
-                self._count("http_calls")
-                status, data, headers = self._once(method, path, body)
-            except (OSError, http.client.HTTPException) as e:  # refused, reset, timeout, bad status line
-                last = f"{type(e).__name__}: {e}"
-            else:
-                if status < 300:
-                    return json.loads(data)
-                detail = _error_message(data)
-                if status not in RETRY_STATUS:
-                    raise BackendError(f"{method} {self.prefix}{path} -> HTTP {status}: {detail}")
-                last = f"HTTP {status}: {detail}"
-                retry_after = _retry_after(headers)
-            if attempt == self.max_retries:
-                break
-            self._count("retries")
-            delay = random.uniform(0, min(self.backoff_max, self.backoff_base * 2 ** attempt))  # full jitter
-            if retry_after is not None:
-                delay = max(delay, min(retry_after, self.backoff_max))
-            log.warning("%s %s failed (%s); retry %d/%d in %.1fs", method, path, last, attempt + 1,
-                        self.max_retries, delay)
-            time.sleep(delay)
-        raise BackendError(f"{method} {self.prefix}{path} to {self.host}:{self.port} failed after "
-                           f"{self.max_retries + 1} attempts; last error: {last}. Finished work is in the "
-                           f"cache: rerun to resume")
-
-
-def _error_message(data: bytes) -> str:
-    try:
-        obj = json.loads(data)
-        err = obj.get("error", obj) if isinstance(obj, dict) else obj
-        return str(err.get("message", err) if isinstance(err, dict) else err)[:500]
-    except ValueError:
-        return data[:500].decode("utf-8", "replace")
-
-
-def _retry_after(headers) -> Optional[float]:
-    try:
-        return float(headers.get("Retry-After")) if headers and headers.get("Retry-After") else None
-    except (TypeError, ValueError):
-        return None
+def _choices(resp, where: str) -> list[dict]:
+    """The ``choices`` of a completions reply, checked: a JSON object with a non-empty list of objects."""
+    if not isinstance(resp, dict):
+        raise MalformedReply(f"{where} returned a JSON {type(resp).__name__}, not an object with 'choices'")
+    choices = resp.get("choices")
+    if not isinstance(choices, list) or not choices or not all(isinstance(c, dict) for c in choices):
+        raise MalformedReply(f"{where} returned no usable 'choices' ({_shape(resp)}; choices: "
+                             f"{json.dumps(choices)[:60] if choices is not None else 'missing'})")
+    return sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c.get("index"), int) else 0)
 
 
 class OpenAIBackend(Backend):
     name = "openai"
+    commit_every_s = 0.0  # the engine commits every reply as it arrives
 
     def __init__(self, model: str, base_url: Optional[str] = None, api_key_env: str = "OPENAI_API_KEY",
                  concurrency: int = 8, batch_size: int = 8, max_retries: int = 6, timeout: float = 600.0,
@@ -159,6 +76,7 @@ class OpenAIBackend(Backend):
             raise ValueError(f"openai backend: api_key_env={api_key_env} but that environment variable is not set")
         self.stats: Counter = Counter()
         self.http = _Http(self.base_url, api_key, timeout, max_retries, backoff_base, backoff_max, self.stats)
+        self.base_url = self.http.shown  # credentials in the URL go on requests only, never into records
         self.concurrency, self.batch_size = max(1, int(concurrency)), max(1, int(batch_size))
         self.chunk_size = int(chunk_size or 32 * self.concurrency)
         self.add_bos_token = bool(add_bos_token)
@@ -179,6 +97,7 @@ class OpenAIBackend(Backend):
     def _server_model(self) -> dict:
         listing = self.http.call("GET", "/models")
         entries = listing.get("data", []) if isinstance(listing, dict) else []
+        entries = [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
         for e in entries:
             if e.get("id") == self.model:
                 return {k: e[k] for k in _SERVER_FIELDS if e.get(k) is not None}
@@ -250,8 +169,12 @@ class OpenAIBackend(Backend):
                                        f"perplexity tasks need /v1/completions with echo+logprobs (e.g. vLLM); "
                                        f"generation tasks work") from None
                 raise
-            choices = sorted(resp.get("choices", []), key=lambda c: c.get("index", 0))
-            if len(choices) != len(batch) or any(not (c.get("logprobs") or {}).get("token_logprobs") for c in choices):
+            choices = _choices(resp, f"POST {self.base_url}/completions")
+            if len(choices) != len(batch):
+                raise MalformedReply(f"POST {self.base_url}/completions returned {len(choices)} choices for "
+                                     f"{len(batch)} prompts")
+            if any(not isinstance(c.get("logprobs"), dict) or not isinstance(c["logprobs"].get("token_logprobs"), list)
+                   or not c["logprobs"]["token_logprobs"] for c in choices):
                 raise BackendError(f"{self.base_url} returned no prompt logprobs for echo=True: loglikelihood and "
                                    f"perplexity tasks need a server that does (e.g. vLLM); generation tasks work")
             return [c["logprobs"] for c in choices]
@@ -269,16 +192,25 @@ class OpenAIBackend(Backend):
         seqs = [truncate_pair(ctx, cont, self._need_max_length()) for ctx, cont in pairs]
         out = []
         for (whole, n), lp in zip(seqs, self._echo_logprobs([w for w, _ in seqs])):
-            tl, top, toks = lp["token_logprobs"], lp.get("top_logprobs") or [], lp.get("tokens") or []
-            total, greedy = 0.0, True
-            for j in range(len(whole) - n, len(whole)):
-                if tl[j] is None:
-                    raise BackendError(f"{self.base_url}: no logprob for prompt token {j}")
-                total += float(tl[j])
-                if j < len(top) and top[j] and j < len(toks):
-                    greedy = greedy and max(top[j], key=top[j].get) == toks[j]
-            out.append(LoglikelihoodResult(total, greedy))
+            try:
+                out.append(self._read_logprobs(whole, n, lp))
+            except (TypeError, ValueError, IndexError, KeyError, AttributeError) as e:
+                raise MalformedReply(f"POST {self.base_url}/completions: unreadable prompt logprobs "
+                                     f"({type(e).__name__}: {e})") from None
         return out
+
+    def _read_logprobs(self, whole, n, lp) -> LoglikelihoodResult:
+        tl, top, toks = lp["token_logprobs"], lp.get("top_logprobs") or [], lp.get("tokens") or []
+        if len(tl) < len(whole):
+            raise ValueError(f"{len(tl)} token logprobs for a {len(whole)}-token prompt")
+        total, greedy = 0.0, True
+        for j in range(len(whole) - n, len(whole)):
+            if tl[j] is None:
+                raise ValueError(f"no logprob for prompt token {j}")
+            total += float(tl[j])
+            if j < len(top) and top[j] and j < len(toks):
+                greedy = greedy and max(top[j], key=top[j].get) == toks[j]
+        return LoglikelihoodResult(total, greedy)
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
         if self.tokenizer is not None:
@@ -300,12 +232,19 @@ class OpenAIBackend(Backend):
             bounds.append(len(ctx))
         out = []
         for text, start, lp in zip(texts, bounds, self._echo_logprobs(texts)):
-            offs, tl, top, toks = lp["text_offset"], lp["token_logprobs"], lp.get("top_logprobs") or [], lp["tokens"]
-            idx = [j for j, o in enumerate(offs) if start <= o < len(text)]
-            if not idx or any(tl[j] is None for j in idx):
-                raise BackendError(f"{self.base_url}: cannot locate the continuation in the echoed tokens")
-            greedy = all(j < len(top) and top[j] and max(top[j], key=top[j].get) == toks[j] for j in idx)
-            out.append(LoglikelihoodResult(float(sum(tl[j] for j in idx)), greedy))
+            try:
+                offs, tl, top, toks = lp["text_offset"], lp["token_logprobs"], lp.get("top_logprobs") or [], lp["tokens"]
+                idx = [j for j, o in enumerate(offs) if start <= o < len(text)]
+                ok = idx and not any(tl[j] is None for j in idx)
+                if ok:
+                    greedy = all(j < len(top) and top[j] and max(top[j], key=top[j].get) == toks[j] for j in idx)
+                    out.append(LoglikelihoodResult(float(sum(tl[j] for j in idx)), greedy))
+            except (TypeError, ValueError, IndexError, KeyError, AttributeError) as e:
+                raise MalformedReply(f"POST {self.base_url}/completions: unreadable prompt logprobs "
+                                     f"({type(e).__name__}: {e})") from None
+            if not ok:
+                raise MalformedReply(f"POST {self.base_url}/completions: cannot locate the continuation in the "
+                                     f"echoed tokens")
         return out
 
     def rolling_window_params(self):
@@ -340,14 +279,54 @@ class OpenAIBackend(Backend):
     def _generate_one(self, req: GenerateRequest) -> list[Completion]:
         path, body = self._gen_body(req)
         resp = self.http.call("POST", path, body)
-        choices = sorted(resp.get("choices", []), key=lambda c: c.get("index", 0))
-        if not choices:
-            raise BackendError(f"{self.base_url}{path} returned no choices")
+        where = f"POST {self.base_url}{path}"
+        choices = _choices(resp, where)
+        want = 1 if req.params.greedy else int(req.params.n)
+        if len(choices) < want:
+            raise MalformedReply(f"{where} returned {len(choices)} choices for n={want}")
         comps = []
-        for c in choices:
-            text = c["message"].get("content") or "" if "message" in c else c.get("text", "")
+        for i, c in enumerate(choices[:want]):
+            if "message" in c:
+                msg = c["message"]
+                text = msg.get("content") if isinstance(msg, dict) else None
+                if text is None and isinstance(msg, dict) and msg.get("refusal") is None and "content" in msg:
+                    text = ""  # a chat reply may carry content null (e.g. only a tool call)
+            else:
+                text = c.get("text")
+            if not isinstance(text, str):
+                raise MalformedReply(f"{where}: choices[{i}] carries no text ({_shape(c)})")
             comps.append(Completion(text, "length" if c.get("finish_reason") == "length" else "stop"))
         return comps[:1] * int(req.params.n) if req.params.greedy else comps
+
+    def stream(self, kind: str, requests: Sequence):
+        """Answers as they arrive, for the engine to commit one by one: lists of (index, result).
+        A malformed reply fails its own request (a RequestFailure, never cached); any other error
+        (refused, 401, retries exhausted) ends the stream after what finished was handed over."""
+        call = {"loglikelihood": self.loglikelihood, "loglikelihood_rolling": self.loglikelihood_rolling,
+                "generate": self.generate}[kind]
+        step = self.batch_size if kind == "loglikelihood" else 1  # one HTTP call per unit of work
+        units = [list(range(i, min(i + step, len(requests)))) for i in range(0, len(requests), step)]
+
+        def work(idx):
+            try:
+                return idx, call([requests[k] for k in idx])
+            except MalformedReply as e:
+                return idx, [RequestFailure(str(e))] * len(idx)
+
+        if self.concurrency == 1 or len(units) <= 1:
+            for idx in units:
+                got, res = work(idx)
+                yield list(zip(got, res))
+            return
+        from concurrent.futures import as_completed
+        pool = ThreadPoolExecutor(max_workers=self.concurrency)
+        futures = [pool.submit(work, idx) for idx in units]
+        try:
+            for f in as_completed(futures):
+                got, res = f.result()
+                yield list(zip(got, res))
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[list[Completion]]:
         out = self._map(self._generate_one, list(requests))

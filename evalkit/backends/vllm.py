@@ -36,6 +36,7 @@ from typing import Optional, Sequence
 
 from evalkit import models
 from evalkit.backends.base import Backend
+from evalkit.backends.vllm_stream import stream_engine
 from evalkit.backends.tokenization import TokenizerMixin, truncate_pair
 from evalkit.backends.vllm_engine import (ResolvedMemo, lora_rank, lora_targets, offline_cpu_binding, parse_lora,
                                          platform_kind)
@@ -206,10 +207,13 @@ class VLLMBackend(TokenizerMixin, Backend):
 
         outs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params,
                                  use_tqdm=self.progress, lora_request=self._lora[1] if self._lora else None)
+        self._count(prompts, outs)
+        return outs
+
+    def _count(self, prompts, outs) -> None:
         self.stats["engine_requests"] += len(prompts)
         self.stats["prompt_toks"] += sum(len(p) for p in prompts)
         self.stats["cached_prompt_toks"] += sum(o.num_cached_tokens or 0 for o in outs)
-        return outs
 
     # ---- loglikelihood -----------------------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
@@ -324,12 +328,25 @@ class VLLMBackend(TokenizerMixin, Backend):
     def generate(self, requests: Sequence[GenerateRequest]) -> list[list[Completion]]:
         outs = self._generate([self._prompt_ids(r) for r in requests],
                               [self.sampling_params(r.params) for r in requests])
-        results = []
-        for r, out in zip(requests, outs):
-            comps = [Completion(c.text, "length" if c.finish_reason == "length" else "stop") for c in out.outputs]
-            if r.params.greedy:
-                comps = comps[:1] * int(r.params.n)
-            self.stats["completions"] += len(comps)
-            self.stats["completions_hit_max_tokens"] += sum(c.finish_reason == "length" for c in comps)
-            results.append(comps)
-        return results
+        return [self._completions(r, out) for r, out in zip(requests, outs)]
+
+    def _completions(self, r: GenerateRequest, out) -> list[Completion]:
+        comps = [Completion(c.text, "length" if c.finish_reason == "length" else "stop") for c in out.outputs]
+        if r.params.greedy:
+            comps = comps[:1] * int(r.params.n)
+        self.stats["completions"] += len(comps)
+        self.stats["completions_hit_max_tokens"] += sum(c.finish_reason == "length" for c in comps)
+        return comps
+
+    def stream(self, kind: str, requests: Sequence):
+        """Generation answers as the engine finishes them (the whole chunk stays in the engine's
+        batch), so the evalkit engine commits every few seconds; other kinds come per chunk."""
+        if kind != "generate":
+            call = self.loglikelihood if kind == "loglikelihood" else self.loglikelihood_rolling
+            yield list(enumerate(call(requests)))
+            return
+        prompts = [self._prompt_ids(r) for r in requests]
+        params = [self.sampling_params(r.params) for r in requests]
+        for group in stream_engine(self, prompts, params):
+            yield [(i, self._completions(requests[i], out)) for i, out in group]
+

@@ -4,7 +4,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import sqlite3
 import sys
+import traceback
 
 
 def command_modules() -> list[str]:
@@ -13,8 +15,19 @@ def command_modules() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
 
-class EvalkitError(Exception):
-    """A user-facing error: printed without a traceback, exit code 2."""
+from evalkit.errors import EvalkitError  # noqa: E402,F401 (re-exported: commands raise it)
+
+
+# everyday failures: one line, exit 2, no traceback unless --verbose (anything else is a bug: traceback)
+USER_ERRORS = (EvalkitError, ValueError, OSError, sqlite3.Error, UnicodeDecodeError)
+
+
+def one_line(e: BaseException) -> str:
+    from evalkit.redact import redact_text
+    text = str(e) or type(e).__name__
+    if isinstance(e, OSError) and e.filename and str(e.filename) not in text:
+        text = f"{e.filename}: {text}"
+    return redact_text(" ".join(text.split()))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
         mod = importlib.import_module(f"evalkit.cli.{name}")
         if hasattr(mod, "register"):
             mod.register(sub)
+    for p in sub.choices.values():  # `evalkit run ... --verbose` works as well as `evalkit -v run ...`
+        p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                       help="log more; show tracebacks of errors")
     return parser
 
 
@@ -34,10 +50,14 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    from evalkit import data
+    data.DATA_FLAG_HINT = "--data TASK=PATH"  # a command that takes another form sets its own
     try:
         return int(args.func(args) or 0)
-    except (EvalkitError, ValueError, OSError) as e:
-        print(f"evalkit {args.command}: error: {e}", file=sys.stderr)
+    except USER_ERRORS as e:
+        if args.verbose:
+            traceback.print_exc()
+        print(f"evalkit {args.command}: error: {one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished work is in the cache, rerun to resume", file=sys.stderr)

@@ -44,7 +44,10 @@ def load_config(path: str) -> dict:
     if not p.is_file():
         raise FileNotFoundError(f"--config {path}: no such file")
     try:
-        cfg = tomllib.loads(p.read_text(encoding="utf-8"))
+        cfg = tomllib.loads(p.read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError as e:
+        line = p.read_bytes()[:e.start].count(b"\n") + 1
+        raise EvalkitError(f"{path}:{line}: not UTF-8 text; the gate config must be a TOML file") from None
     except tomllib.TOMLDecodeError as e:
         raise EvalkitError(f"{path}: invalid TOML: {e}") from None
     unknown = set(cfg) - TOP_KEYS
@@ -53,8 +56,94 @@ def load_config(path: str) -> dict:
     unknown = set(cfg.get("candidate", {})) - CANDIDATE_KEYS
     if unknown:
         raise EvalkitError(f"{path}: unknown [candidate] key(s) {', '.join(sorted(unknown))}")
+    check_types(cfg, path)
     cfg["_dir"] = p.resolve().parent
     return cfg
+
+
+def _num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _strs(v) -> bool:
+    return isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+
+
+def _table_of(check):
+    return lambda v: isinstance(v, dict) and all(check(x) for x in v.values())
+
+
+_KV = (lambda v: isinstance(v, (str, dict)), "a string K=V,... or a table")
+TYPES = {  # key: (check, what it must be)
+    "baseline": (lambda v: isinstance(v, str), "a string (a run folder)"),
+    "baseline_model": (lambda v: isinstance(v, str), "a string BACKEND:MODEL"),
+    "baseline_model_args": _KV, "gen_kwargs": _KV,
+    "tasks": (_strs, "a string or a list of strings"),
+    "limit": (lambda v: _int(v) and v >= 1, "an integer >= 1"),
+    "seed": (_int, "an integer"),
+    "num_fewshot": (lambda v: _int(v) and v >= 0, "an integer >= 0"),
+    "apply_chat_template": (lambda v: isinstance(v, bool), "true or false"),
+    "system_prompt": (lambda v: isinstance(v, str), "a string"),
+    "include_path": (_strs, "a string or a list of strings"),
+    "data": (_table_of(lambda x: isinstance(x, str)), "a table TASK = PATH"),
+    "task_args": (_table_of(lambda x: isinstance(x, (str, dict))), "a table TASK = \"K=V,...\" (or a table)"),
+    "output": (lambda v: isinstance(v, str), "a string (a folder)"),
+    "cache_dir": (lambda v: isinstance(v, str), "a string (a folder)"),
+    "candidate": (lambda v: isinstance(v, dict), "a table"),
+    "compare": (lambda v: isinstance(v, dict), "a table"),
+    "shard": (lambda v: isinstance(v, list) and len(v) == 2 and all(_int(x) for x in v) and 0 <= v[0] < v[1],
+              "[I, N] with 0 <= I < N"),
+}
+CANDIDATE_TYPES = {"model": (lambda v: isinstance(v, str), "a string BACKEND:MODEL"), "model_args": _KV,
+                   "gen_kwargs": _KV}
+COMPARE_TYPES = {
+    "alpha": (lambda v: _num(v) and 0 < v < 1, "a number between 0 and 1 (e.g. 0.05)"),
+    "margin": (lambda v: _num(v) and v >= 0, "a number of points >= 0"),
+    "margins": (_table_of(_num), "a table \"TASK[:METRIC]\" = points"),
+    "primary": (_strs, "a string or a list of TASK:METRIC strings"),
+    "tasks": (_strs, "a string or a list of strings"),
+    "correction": (lambda v: isinstance(v, str), "a string"),
+    "replicates": (lambda v: _int(v) and v >= 1, "an integer >= 1"),
+    "corpus_replicates": (lambda v: _int(v) and v >= 1, "an integer >= 1"),
+    "seed": (_int, "an integer"), "examples": (lambda v: _int(v) and v >= 0, "an integer >= 0"),
+    "power": (lambda v: _num(v) and 0 < v < 1, "a number between 0 and 1"),
+    "report": (lambda v: isinstance(v, str), "a string (a file)"),
+    "format": (lambda v: isinstance(v, str), "a string"),
+    **{k: (lambda v: isinstance(v, bool), "true or false")
+       for k in ("allow_prompt_change", "allow_data_change", "mid_p", "bootstrap", "force_bootstrap")},
+}
+
+
+def check_types(cfg: dict, path: str) -> None:
+    """Every value of the config has the right type and range, named by file and key, before
+    anything is loaded or run (values of tables other engineers extend pass when unknown here)."""
+    from evalkit import validation
+
+    for table, types, where in ((cfg, TYPES, ""), (cfg.get("candidate") or {}, CANDIDATE_TYPES, "[candidate] "),
+                                (cfg.get("compare") or {}, COMPARE_TYPES, "[compare] ")):
+        if not isinstance(table, dict):
+            continue
+        for key, value in table.items():
+            if key in types and not types[key][0](value):
+                raise EvalkitError(f"{path}: {where}{key} = {value!r}: expected {types[key][1]}")
+    try:
+        for key, table in (("gen_kwargs", cfg), ("gen_kwargs", cfg.get("candidate") or {})):
+            if key in table:
+                validation.check_gen_overrides(_kv(table[key]), flag="gen_kwargs")
+        for key in ("baseline_model",):
+            if key in cfg:
+                split_spec(cfg[key])
+        cand = cfg.get("candidate") or {}
+        if "model" in cand:
+            split_spec(cand["model"])
+        if "num_fewshot" in cfg:
+            validation.check_num_fewshot(cfg["num_fewshot"], "num_fewshot")
+    except ValueError as e:
+        raise EvalkitError(f"{path}: {e}") from None
 
 
 def _path(cfg: dict, value) -> str:
@@ -152,12 +241,20 @@ def run(args) -> int:
     if fmt not in FORMATS:
         raise EvalkitError(f"[compare] format {fmt!r}: allowed {', '.join(FORMATS)}")
     report = args.report or (_path(cfg, section["report"]) if section.get("report") else None)
-    opts = options_from(args, section)
+    try:
+        opts = options_from(args, section)
+    except ValueError as e:
+        raise EvalkitError(f"{args.config}: [compare] {e}") from None
     cand = cfg.get("candidate", {})
     spec = args.candidate or cand.get("model")
     if not spec:
         raise EvalkitError("no candidate: pass --candidate BACKEND:MODEL or set [candidate] model")
+    from evalkit import validation
+    model_args = parse_model_args(args.candidate_args, "--candidate-args") if args.candidate_args is not None \
+        else _kv(cand.get("model_args"))
+    validation.check_model_args(split_spec(spec)[0], model_args, "--candidate-args / [candidate] model_args")
     output = args.output or (_path(cfg, cfg["output"]) if cfg.get("output") else "results")
+    validation.check_output_dir(output, "--output / output")
     cache_dir = args.cache_dir or (_path(cfg, cfg["cache_dir"]) if cfg.get("cache_dir") else None)
     cache = NullCache() if args.no_cache else ResponseCache(Path(cache_dir) / "responses.sqlite" if cache_dir else None)
     try:
@@ -174,7 +271,6 @@ def run(args) -> int:
         if bad:
             raise EvalkitError(f"candidate gen_kwargs: unknown {', '.join(sorted(bad))}; allowed: {', '.join(sorted(GEN_KEYS))}")
         config.gen_overrides = {**config.gen_overrides, **extra_gen}
-        model_args = parse_model_args(args.candidate_args) if args.candidate_args is not None else _kv(cand.get("model_args"))
         candidate = run_model(spec, model_args, config, cache, output)
     finally:
         cache.close()

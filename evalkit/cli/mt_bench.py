@@ -46,7 +46,8 @@ def run(args):
     cache = open_cache(args)
     try:
         outs = run_mt_bench(contestants, args.judge, cfg, cache, None if args.no_output else args.output,
-                            templates, parse_model_args(args.model_args), judge_args, options)
+                            templates, parse_model_args(args.model_args), judge_args, options,
+                            progress=True)  # a bar on a terminal, a line every 30 s in a CI log
     finally:
         cache.close()
     print(format_summary(outs))

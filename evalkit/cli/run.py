@@ -5,9 +5,10 @@ import argparse
 import math
 import sys
 
-from evalkit import registry
+from evalkit import registry, validation
 from evalkit.backends import BACKENDS, make_backend, parse_model_args, split_spec
 from evalkit.cache import NullCache, ResponseCache
+from evalkit.records import write_run
 from evalkit.runner import RunConfig, evaluate, load_tasks
 
 
@@ -28,6 +29,9 @@ def add_task_args(p: argparse.ArgumentParser):
     p.add_argument("--include-path", action="append", default=[], metavar="DIR", help="extra task files")
     p.add_argument("--data", action="append", default=[], metavar="TASK=PATH",
                    help="read TASK's data from a local file or folder in the benchmark's original format")
+    p.add_argument("--fewshot-data", action="append", default=[], metavar="TASK=PATH",
+                   help="read TASK's few-shot examples from this file (needed when --data names one file "
+                        "for a task whose few-shot examples come from another split, e.g. gsm8k's train)")
     p.add_argument("--task-args", action="append", default=[], metavar="TASK:K=V,...", help="task options")
     p.add_argument("--gen-kwargs", default="", metavar="K=V,...",
                    help="generation overrides: max_tokens, temperature, top_p, n")
@@ -37,11 +41,11 @@ def add_task_args(p: argparse.ArgumentParser):
                         "(e.g. evaluate:bertscore:lang=en, or a local metric script); repeatable")
 
 
-def parse_data_paths(items) -> dict:
+def parse_data_paths(items, flag: str = "--data") -> dict:
     out = {}
     for item in items:
         if "=" not in item:
-            raise ValueError(f"--data {item!r}: expected TASK=PATH")
+            raise ValueError(f"{flag} {item!r}: expected TASK=PATH")
         k, v = item.split("=", 1)
         out[k.strip()] = v.strip()
     return out
@@ -64,27 +68,30 @@ def build_config(args) -> RunConfig:
         registry.include_path(path)
     tasks = registry.expand([args.tasks])
     data = parse_data_paths(args.data)
-    unknown = [t for t in data if t not in tasks]
-    if unknown:
-        raise ValueError(f"--data names task(s) not being run: {', '.join(unknown)} (running: {', '.join(tasks)})")
+    fewshot = parse_data_paths(getattr(args, "fewshot_data", []) or [], "--fewshot-data")
+    for flag, given in (("--data", data), ("--fewshot-data", fewshot)):
+        unknown = [t for t in given if t not in tasks]
+        if unknown:
+            raise ValueError(f"{flag} names task(s) not being run: {', '.join(unknown)} (running: {', '.join(tasks)})")
     task_opts = {}
     for item in args.task_args:
         if ":" not in item:
             raise ValueError(f"--task-args {item!r}: expected TASK:K=V,...")
         t, kv = item.split(":", 1)
-        task_opts[t] = parse_model_args(kv)
+        if t not in tasks:
+            raise ValueError(f"--task-args {item!r}: task {t!r} is not being run (running: {', '.join(tasks)})")
+        task_opts[t] = parse_model_args(kv, f"--task-args {t}")
+    validation.check_task_options(task_opts)
     metrics = appended_metrics(tasks, getattr(args, "metric", None))
-    gen = parse_model_args(args.gen_kwargs)
-    allowed_gen = {"max_tokens", "temperature", "top_p", "n", "seed"}
-    if set(gen) - allowed_gen:
-        raise ValueError(f"--gen-kwargs: unknown {', '.join(sorted(set(gen) - allowed_gen))}; "
-                         f"allowed: {', '.join(sorted(allowed_gen))}")
+    gen = parse_model_args(args.gen_kwargs, "--gen-kwargs")
+    validation.check_gen_overrides(gen)
+    validation.check_num_fewshot(args.num_fewshot)
     if args.limit is not None and args.limit < 1:
         raise ValueError("--limit must be >= 1")
     return RunConfig(tasks=tasks, limit=args.limit, seed=args.seed, num_fewshot=args.num_fewshot,
                      apply_chat_template=args.apply_chat_template, system_prompt=args.system_prompt,
                      data_paths=data, task_options=task_opts, gen_overrides=gen, shard=parse_shard(args.shard),
-                     tags=list(getattr(args, "tag", []) or []), metrics=metrics)
+                     tags=list(getattr(args, "tag", []) or []), fewshot_paths=fewshot, metrics=metrics)
 
 
 def appended_metrics(tasks: list, specs) -> list:
@@ -122,9 +129,12 @@ def open_cache(args):
 
 
 def run(args):
-    split_spec(args.model)  # validate before loading anything heavy
+    prefix, _ = split_spec(args.model)  # validate before loading anything heavy
     config = build_config(args)
     model_args = parse_model_args(args.model_args)
+    validation.check_model_args(prefix, model_args)
+    if not args.no_output:
+        validation.check_output_dir(args.output)
     task_runs = load_tasks(config)  # data errors surface before the model loads
     cache = open_cache(args)
     if getattr(args, "base_url", None):
@@ -133,23 +143,37 @@ def run(args):
         if split_spec(args.model)[0] != "vllm":
             raise ValueError("--lora needs the vllm: backend (one engine serves every adapter)")
         model_args["lora"] = args.lora
-    backend = make_backend(args.model, model_args)
+    try:
+        backend = make_backend(args.model, model_args)
+    except BaseException:
+        cache.close()
+        raise
     outs = []
     try:
         # with --lora: one run (and run record) per adapter, each its own model, all in one engine
         views = [(backend.for_adapter(n), {**model_args, "lora": f"{n}={backend.adapter_paths[n]}"})
                  for n in backend.adapters] if getattr(args, "lora", None) else [(backend, model_args)]
         for view, view_args in views:
-            outs.append(evaluate(view, config, cache, None if args.no_output else args.output,
-                                 model_spec=args.model, model_args=view_args, task_runs=task_runs))
+            # the record is written after the table is printed: a record that cannot be written
+            # never costs the results
+            outs.append(evaluate(view, config, cache, None, model_spec=args.model, model_args=view_args,
+                                 task_runs=task_runs))
     finally:
         backend.close()
         cache.close()
+    failed = 0
     for out in outs:
         print(format_table(out["run"]))
-        if "path" in out["run"]:
+        if args.no_output:
+            continue
+        try:
+            out["run"]["path"] = str(write_run(args.output, out["run"], out["samples"]))
             print(f"\nrun record: {out['run']['path']}")
-    return 0
+        except OSError as e:
+            failed += 1
+            print(f"evalkit run: error: could not write the run record to {args.output}: {e.strerror or e}; "
+                  f"the answers are cached, so a rerun with a writable --output recomputes nothing", file=sys.stderr)
+    return 2 if failed else 0
 
 
 def _fmt(x, digits=4):

@@ -36,6 +36,8 @@ def register(sub):
 
 
 def run(args):
+    from evalkit import data
+    data.DATA_FLAG_HINT = "--data PATH"  # this command's form of the flag, for data errors
     for path in args.include_path:
         registry.include_path(path)
     registry.get_task_class(args.task)

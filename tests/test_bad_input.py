@@ -1,0 +1,309 @@
+"""Bad input as a new user types it: every case exits 2 with one line naming the file, line, key or
+flag, prints no traceback, and leaves nothing wrong in the cache or the results folder. Nearly all
+fail before a model loads (the model named is one that does not exist, so loading it would fail
+differently); the few that need answers use the fault-injecting server (tests/_fault_server.py)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalkit.cli import main
+from tests._fault_server import MODEL, FaultServer
+
+NO_MODEL = "hf:/nonexistent/model-dir"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    rc = main(list(argv))  # an uncaught exception (a traceback) fails the test by itself
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def assert_error(capsys, argv, *needles):
+    rc, out, err = run_cli(capsys, *argv)
+    assert rc == 2, (rc, out, err)
+    assert "Traceback" not in err
+    lines = [x for x in err.splitlines() if " error: " in x]
+    assert len(lines) == 1, err
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+@pytest.fixture
+def gsm(tmp_path) -> Path:
+    d = tmp_path / "gsm"
+    d.mkdir()
+    (d / "train.jsonl").write_text("".join(json.dumps({"question": f"t{i}", "answer": f"w {i} #### {i}"}) + "\n"
+                                           for i in range(5)))
+    (d / "test.jsonl").write_text("".join(json.dumps({"question": f"q{i}", "answer": f"#### {i}"}) + "\n"
+                                          for i in range(3)))
+    return d
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ---- options --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("extra, needles", [
+    (["--num-fewshot", "-3"], ["--num-fewshot -3", ">= 0"]),
+    (["--gen-kwargs", "junk"], ["--gen-kwargs", "'junk' is not key=value"]),
+    (["--gen-kwargs", "max_tokens=-5"], ["--gen-kwargs", "max_tokens=-5", ">= 1"]),
+    (["--gen-kwargs", "top_p=5"], ["--gen-kwargs", "top_p=5", "(0, 1]"]),
+    (["--gen-kwargs", "n=0"], ["--gen-kwargs", "n=0"]),
+    (["--gen-kwargs", "temperature=hot"], ["--gen-kwargs", "temperature='hot'"]),
+    (["--gen-kwargs", "max_token=3"], ["--gen-kwargs", "unknown max_token", "max_tokens"]),
+    (["--task-args", "gsm8k:shots=3"], ["--task-args gsm8k", "unknown option(s) shots"]),
+    (["--task-args", "wikitext:x=1"], ["--task-args", "'wikitext' is not being run"]),
+    (["--model-args", "dtype=float77"], ["--model-args", "dtype='float77'", "float32"]),
+    (["--model-args", "batch_size=-1"], ["--model-args", "batch_size=-1"]),
+    (["--model-args", "batch_size=0"], ["--model-args", "batch_size=0"]),
+    (["--model-args", "device=gpu0"], ["--model-args", "device='gpu0'"]),
+    (["--limit", "0"], ["--limit"]),
+    (["--shard", "3/2"], ["--shard '3/2'"]),
+    (["--data", "nogsm"], ["--data 'nogsm'", "TASK=PATH"]),
+    (["--fewshot-data", "wikitext=/x"], ["--fewshot-data names task(s) not being run: wikitext"]),
+])
+def test_bad_options_fail_before_the_model(capsys, gsm, tmp_path, extra, needles):
+    assert_error(capsys, ["run", "--model", NO_MODEL, "--tasks", "gsm8k", "--data", f"gsm8k={gsm}",
+                          "--cache-dir", str(tmp_path / "c"), "--output", str(tmp_path / "r"), *extra], *needles)
+    assert not (tmp_path / "c").exists() and not (tmp_path / "r").exists()
+
+
+def test_device_cuda_without_cuda(capsys, gsm):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert_error(capsys, ["run", "--model", NO_MODEL, "--tasks", "gsm8k", "--data", f"gsm8k={gsm}",
+                          "--model-args", "device=cuda", "--no-output"], "device=cuda", "CUDA is not available")
+
+
+def test_bad_model_spec_and_task(capsys):
+    assert_error(capsys, ["run", "--model", "foo:x", "--tasks", "gsm8k"], "unknown backend 'foo'", "hf, vllm, openai")
+    assert_error(capsys, ["run", "--model", NO_MODEL, "--tasks", "gsm8kk"], "unknown task 'gsm8kk'")
+
+
+# ---- the results folder ------------------------------------------------------------------------
+def test_output_that_is_a_file_or_unwritable_fails_before_the_model(capsys, gsm, tmp_path):
+    f = tmp_path / "results.txt"
+    f.write_text("mine")
+    base = ["run", "--model", NO_MODEL, "--tasks", "gsm8k", "--data", f"gsm8k={gsm}", "--no-cache"]
+    assert_error(capsys, base + ["--output", str(f)], f"--output {f}: is a file")
+    assert_error(capsys, base + ["--output", str(f / "sub")], "is a file, not a folder")
+    assert_error(capsys, base + ["--output", "/sys/evalkit-results"], "--output /sys/evalkit-results: cannot write")
+    assert f.read_text() == "mine"
+
+
+# ---- data -----------------------------------------------------------------------------------------
+def test_one_file_for_a_task_with_a_fewshot_split_is_refused(capsys, gsm):
+    line = assert_error(capsys, ["run", "--model", NO_MODEL, "--tasks", "gsm8k", "--data",
+                                 f"gsm8k={gsm / 'test.jsonl'}", "--no-output", "--no-cache"],
+                        "test.jsonl is a single file", "few-shot", "--fewshot-data gsm8k=FILE", "--num-fewshot 0")
+    assert "train" in line
+
+
+def test_empty_data_is_an_error(capsys, gsm, tmp_path):
+    (gsm / "test.jsonl").write_text("")
+    assert_error(capsys, ["run", "--model", NO_MODEL, "--tasks", "gsm8k", "--data", f"gsm8k={gsm}", "--no-cache",
+                          "--output", str(tmp_path / "r")], "task gsm8k: no documents to evaluate", str(gsm))
+    mmlu = tmp_path / "mmlu"
+    for split in ("dev", "test"):
+        (mmlu / split).mkdir(parents=True)
+        (mmlu / split / f"anatomy_{split}.csv").write_text("")
+    assert_error(capsys, ["run", "--model", NO_MODEL, "--tasks", "mmlu_anatomy", "--data", f"mmlu_anatomy={mmlu}",
+                          "--no-cache", "--output", str(tmp_path / "r")], "task mmlu_anatomy: no documents")
+    assert not (tmp_path / "r").exists()
+
+
+def test_binary_and_misencoded_data_files_name_file_and_line(capsys, gsm, tmp_path):
+    base = ["run", "--model", NO_MODEL, "--tasks", "gsm8k", "--data", f"gsm8k={gsm}", "--no-cache", "--no-output"]
+    test = gsm / "test.jsonl"
+    test.write_bytes(b'{"question": "q", "answer": "#### 1"}\n' + bytes(range(128, 256)) + b"\n")
+    assert_error(capsys, base, f"{test}:2: not UTF-8 text")
+    test.write_bytes(b'{"question": "q", "answer": "#### 1"}\n\x00\x01\x02binary\n')
+    assert_error(capsys, base, f"{test}:2: NUL bytes")
+    test.write_text('{"question": "q", "answer": "#### 1"}\n{"question": \n')
+    assert_error(capsys, base, f"{test}:2: invalid JSON")
+    test.write_text('{"question": "q", "answer": "#### 1"}\n{"question": "q2", "answr": "x"}\n')
+    assert_error(capsys, base, f"{test}:2: field 'answer' is missing")
+    csv = tmp_path / "data.csv"
+    csv.write_bytes(b"question,answer\nq,#### 1\n\xff\xfe,x\n")
+    assert_error(capsys, ["run", "--model", NO_MODEL, "--tasks", "gsm8k", "--data", f"gsm8k={csv}",
+                          "--num-fewshot", "0", "--no-cache", "--no-output"], f"{csv}:3: not UTF-8 text")
+
+
+def test_bom_in_an_mmlu_csv_is_read(tmp_path):
+    from evalkit import registry
+    d = tmp_path / "mmlu"
+    for split in ("dev", "test"):
+        (d / split).mkdir(parents=True)
+        rows = "question,choice0,choice1,choice2,choice3,answer\r\nWhat is 1+1?,1,2,3,4,1\r\nWhat is 2+2?,2,3,4,5,2\r\n"
+        (d / split / f"anatomy_{split}.csv").write_bytes(b"\xef\xbb\xbf" + rows.encode())
+    task = registry.get_task_class("mmlu_anatomy")(data_path=str(d))
+    docs = task.eval_docs()
+    assert [(x.choices, x.gold) for x in docs] == [(["1", "2", "3", "4"], 1), (["2", "3", "4", "5"], 2)]
+    (d / "test" / "anatomy_test.csv").write_bytes(b"What is 1+1?,1,2,3,4,B\n\x00\x00\x00\n")
+    with pytest.raises(ValueError, match=r"anatomy_test.csv:2: NUL bytes"):
+        registry.get_task_class("mmlu_anatomy")(data_path=str(d)).eval_docs()
+
+
+# ---- the response cache -------------------------------------------------------------------------
+def _cache_case(capsys, gsm, cache_dir, *needles):
+    db = cache_dir / "responses.sqlite"
+    before = digest(db)
+    assert_error(capsys, ["run", "--model", NO_MODEL, "--tasks", "gsm8k", "--data", f"gsm8k={gsm}",
+                          "--cache-dir", str(cache_dir), "--no-output"], str(db), "--no-cache", "--cache-dir", *needles)
+    assert digest(db) == before  # never overwritten
+    assert not (cache_dir / "responses.sqlite-wal").exists()
+
+
+def test_corrupt_and_truncated_caches_are_named_and_left_alone(capsys, gsm, tmp_path):
+    from evalkit.cache import ResponseCache
+    from evalkit.requests import LoglikelihoodResult
+
+    bad = tmp_path / "corrupt"
+    bad.mkdir()
+    (bad / "responses.sqlite").write_bytes(b"this is not a database" * 200)
+    _cache_case(capsys, gsm, bad, "not a SQLite database")
+
+    good = tmp_path / "good"
+    c = ResponseCache(good / "responses.sqlite")
+    c.put_many("m", "loglikelihood", [(str(i), LoglikelihoodResult(-1.0, True)) for i in range(3000)])
+    c.close()
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / "responses.sqlite").write_bytes((good / "responses.sqlite").read_bytes()[:20000])
+    _cache_case(capsys, gsm, cut, "truncated")
+
+
+def test_read_only_cache_is_named(gsm, tmp_path):
+    """On a read-only file system (a read-only bind mount in a private mount namespace: root
+    ignores file modes, so chmod would prove nothing here)."""
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare")
+    from evalkit.cache import ResponseCache
+    cache_dir = tmp_path / "ro"
+    ResponseCache(cache_dir / "responses.sqlite").close()
+    before = digest(cache_dir / "responses.sqlite")
+    cmd = (f"mount --bind {cache_dir} {cache_dir} && mount -o remount,bind,ro {cache_dir} && "
+           f"{sys.executable} -m evalkit run --model {NO_MODEL} --tasks gsm8k --data gsm8k={gsm} "
+           f"--cache-dir {cache_dir} --no-output")
+    r = subprocess.run(["unshare", "-m", "sh", "-c", cmd], capture_output=True, text=True, timeout=120,
+                       cwd=str(REPO), env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+    if "mount:" in r.stderr or "unshare:" in r.stderr:
+        pytest.skip(f"cannot make a read-only mount here: {r.stderr.strip()[:200]}")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert f"response cache {cache_dir / 'responses.sqlite'}: read-only" in r.stderr and "--no-cache" in r.stderr
+    assert digest(cache_dir / "responses.sqlite") == before
+
+
+# ---- run records ----------------------------------------------------------------------------------
+@pytest.fixture
+def record(gsm, tmp_path) -> Path:
+    with FaultServer() as srv:
+        rc = main(["run", "--model", f"openai:{MODEL}", "--base-url", srv.base_url, "--tasks", "gsm8k",
+                   "--data", f"gsm8k={gsm}", "--no-cache", "--output", str(tmp_path / "results")])
+    assert rc == 0
+    return next((tmp_path / "results").iterdir())
+
+
+def test_truncated_run_json_and_samples_name_file_and_line(capsys, record, gsm):
+    run_json = record / "run.json"
+    text = run_json.read_text()
+    lines = text.count("\n", 0, len(text) // 2) + 1
+    run_json.write_text(text[: len(text) // 2])
+    line = assert_error(capsys, ["score", "--task", "gsm8k", "--predictions", str(record), "--no-output"],
+                        f"{run_json}:", "truncated")
+    assert f"{run_json}:{lines}:" in line
+    run_json.write_text(text)
+    samples = record / "samples_gsm8k.jsonl"
+    rows = samples.read_bytes()
+    samples.write_bytes(rows[: len(rows) - 40])  # the last line cut short
+    assert_error(capsys, ["score", "--task", "gsm8k", "--predictions", str(samples), "--data", str(gsm),
+                          "--no-output"], f"{samples}:3: invalid JSON", "truncated")
+    samples.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    assert_error(capsys, ["compare", str(record), str(record)], str(samples))
+
+
+def test_plain_text_predictions_with_limit_align_by_order(capsys, gsm, tmp_path):
+    preds = tmp_path / "preds.txt"
+    preds.write_text("#### 0\n#### 1\n")
+    rc, out, err = run_cli(capsys, "score", "--task", "gsm8k", "--data", str(gsm), "--predictions", str(preds),
+                           "--limit", "2", "--no-output")
+    assert rc == 0, err
+    row = next(x for x in out.splitlines() if "exact_match_strict" in x).split()
+    assert row[2] == "1.0000" and row[-1] == "2", out
+
+
+# ---- the regression gate config -----------------------------------------------------------------
+@pytest.mark.parametrize("toml, needles", [
+    ('[compare]\nmargin = "one"\n', ["[compare] margin = 'one'", "a number"]),
+    ("[compare]\nalpha = 7\n", ["[compare] alpha = 7", "between 0 and 1"]),
+    ('limit = "5"\n', ["limit = '5'", "an integer"]),
+    ("apply_chat_template = 1\n", ["apply_chat_template = 1", "true or false"]),
+    ('gen_kwargs = "max_tokens=-5"\n', ["max_tokens=-5"]),
+    ("shard = [3, 2]\n", ["shard = [3, 2]"]),
+    ("[candidate]\nmodel_args = 3\n", ["[candidate] model_args = 3"]),
+    ("[compare]\nmargin = 1\nnot toml at all\n", ["invalid TOML", "line 7"]),
+])
+def test_gate_config_is_checked_before_anything_runs(capsys, tmp_path, toml, needles):
+    with FaultServer() as srv:
+        cfg = tmp_path / "gate.toml"
+        cfg.write_text(f'baseline_model = "openai:{MODEL}"\nbaseline_model_args = "base_url={srv.base_url}"\n'
+                       f'tasks = ["gsm8k"]\ndata = {{gsm8k = "gsm"}}\n' + toml)
+        assert_error(capsys, ["gate", "--config", str(cfg), "--candidate", f"openai:{MODEL}", "--no-cache",
+                              "--output", str(tmp_path / "r")], str(cfg), *needles)
+        assert srv.paths == []  # nothing was asked of any model
+    assert not (tmp_path / "r").exists()
+
+
+def test_binary_gate_config(capsys, tmp_path):
+    cfg = tmp_path / "gate.toml"
+    cfg.write_bytes(b'baseline = "x"\n' + bytes(range(128, 256)))
+    assert_error(capsys, ["gate", "--config", str(cfg), "--candidate", NO_MODEL], f"{cfg}:2: not UTF-8")
+
+
+# ---- hub, models, judges --------------------------------------------------------------------------
+def test_offline_hub_lookup_names_the_right_data_flag(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "empty-hf-cache"))
+    assert_error(capsys, ["run", "--model", NO_MODEL, "--tasks", "gsm8k", "--no-output", "--no-cache"],
+                 "openai/gsm8k", "HF_HUB_OFFLINE", "--data TASK=PATH")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text('{"doc_id": "0", "prediction": "#### 1"}\n')
+    line = assert_error(capsys, ["score", "--task", "gsm8k", "--predictions", str(preds), "--no-output"],
+                        "HF_HUB_OFFLINE", "--data PATH")
+    assert "TASK=PATH" not in line
+
+
+def test_bundled_model_is_shared_across_cache_dirs(monkeypatch, tmp_path):
+    from evalkit import models
+    monkeypatch.delenv("EVALKIT_MODELS_DIR", raising=False)
+    monkeypatch.setenv("EVALKIT_CACHE_DIR", str(tmp_path / "fresh-cache"))
+    assert models.bundled_path("smollm2-135m") == Path.home() / ".cache" / "evalkit" / "models" / "smollm2-135m"
+    monkeypatch.setenv("EVALKIT_MODELS_DIR", str(tmp_path / "mine"))
+    assert models.bundled_path("smollm2-135m") == tmp_path / "mine" / "smollm2-135m"
+
+
+def test_judge_output_budget_default_fits(capsys):
+    from evalkit.cli import build_parser
+    args = build_parser().parse_args(["mt-bench", "--model", "hf:x", "--judge", "hf:y"])
+    assert args.judge_max_tokens == 512
+    assert_error(capsys, ["mt-bench", "--model", "hf:x", "--judge", "hf:y", "--judge-max-tokens", "0"],
+                 "--judge-max-tokens 0")
+
+
+def test_verbose_shows_the_traceback(capsys, gsm):
+    rc, out, err = run_cli(capsys, "run", "--model", NO_MODEL, "--tasks", "gsm8k", "--data", f"gsm8k={gsm}",
+                           "--num-fewshot", "-3", "--verbose")
+    assert rc == 2 and "Traceback" in err and "--num-fewshot -3" in err
