@@ -121,6 +121,9 @@ def task_result(task: Task, samples: list, config: RunConfig) -> tuple[dict, lis
         "samples_file": samples_filename(task.name),
         "extra": getattr(task, "run_extra", lambda s: {})(samples),
     }
+    from evalkit.rl.version import verifier_hash  # parity certificate with evalkit.rl's rewards
+    if task.output_type == "generate" and verifier_hash(task.name):
+        entry["verifier_hash"] = verifier_hash(task.name)
     return entry, rows
 
 

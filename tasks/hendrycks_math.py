@@ -29,7 +29,7 @@ from typing import Iterable
 
 from evalkit.data import DataError, DataSource, FieldError, Provenance, Record, read_records, require
 from evalkit.math_equivalence import (INVALID_ANSWER, JudgeItem, boxed_answer, extract_answer, get_unnormalized_answer,
-                                      judge_many, minerva_gold, normalize_final_answer)
+                                      judge_many, judge_one, minerva_gold, normalize_final_answer)
 from evalkit.requests import GenParams
 from evalkit.stats import derive_seed, mean_metric
 from evalkit.task import Doc, GenerationTask, Sample, register_task
@@ -194,7 +194,7 @@ class HendrycksMath(GenerationTask):
             raw = (boxed_answer(text) or INVALID_ANSWER) if chat else get_unnormalized_answer(text)
             items.append(JudgeItem(doc.meta["solution"], text, normalize_final_answer(raw), doc.meta["minerva_gold"]))
             extracted.append({"answer": extract_answer(text), "minerva": raw})
-        verdicts = judge_many(items) if items else []
+        verdicts = judge_many(items, fn=getattr(self, "judge_fn", judge_one)) if items else []
         samples = []
         for doc, resp, item, ext, v in zip(docs, responses, items, extracted, verdicts):
             samples.append(Sample(

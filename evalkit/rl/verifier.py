@@ -49,6 +49,7 @@ class Verifier:
         self.chat, self.seed, self.sandbox_workers = bool(chat), int(seed), int(sandbox_workers)
         self.task_options = task_options
         self.task = registry.get_task_class(self.scoring_task)(**task_options)
+        bridge.configure(self.task, self.metric)
         self.docs = DocBuilder(self.task, self.scoring_task)
         self.ctx = bridge.scoring_context(self.seed, self.chat)
         self._sandbox_lock = threading.Lock()

@@ -37,13 +37,18 @@ def _result(v: Verdict, hash_: str) -> dict:
             "verifier_hash": hash_}
 
 
-def _options(kwargs: dict) -> dict:
-    return {k: kwargs[k] for k in _OPTION_KEYS if k in kwargs}
+def _options(kwargs: dict, extra_info) -> dict:
+    """Verifier options: the row's ``extra_info.evalkit`` (``chat``, ``seed``, as export-rl wrote them),
+    then ``reward_kwargs``."""
+    row = extra_info.get("evalkit") if isinstance(extra_info, dict) else None
+    opts = {k: row[k] for k in ("chat", "seed") if isinstance(row, dict) and row.get(k) is not None}
+    opts.update({k: kwargs[k] for k in _OPTION_KEYS if k in kwargs})
+    return {k: (bool(v) if k in ("chat", "strip_think", "use_guards") else v) for k, v in opts.items()}
 
 
 def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: Optional[dict] = None,
                   **kwargs) -> dict:
-    ver = shared_verifier(task_of(data_source), **_options(kwargs))
+    ver = shared_verifier(task_of(data_source), **_options(kwargs, extra_info))
     return _result(ver.verify(ground_truth, solution_str), ver.version_hash)
 
 
@@ -51,11 +56,13 @@ def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str
                         extra_infos: Optional[Sequence[dict]] = None, **kwargs) -> list[dict]:
     """One verifier call per task in the batch (math items judged together, code run together)."""
     groups = defaultdict(list)
+    infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
     for i, ds in enumerate(data_sources):
-        groups[task_of(ds)].append(i)
+        opts = _options(kwargs, infos[i])
+        groups[(task_of(ds), tuple(sorted(opts.items())))].append(i)
     out: list[Optional[dict]] = [None] * len(solution_strs)
-    for task, idx in groups.items():
-        ver = shared_verifier(task, **_options(kwargs))
+    for (task, opts), idx in groups.items():
+        ver = shared_verifier(task, **dict(opts))
         for i, v in zip(idx, ver.verify_batch([ground_truths[i] for i in idx], [solution_strs[i] for i in idx])):
             out[i] = _result(v, ver.version_hash)
     return out  # type: ignore[return-value]
