@@ -154,7 +154,8 @@ def bench_math(limit):
     t0 = time.perf_counter()
     ours = ver.rewards([c[0] for c in cases], [c[2] for c in cases])
     t1 = time.perf_counter()
-    theirs = accuracy_reward([[{"role": "assistant", "content": c[2]}] for c in cases], [c[0]["solution"] for c in cases])
+    theirs = accuracy_reward([[{"role": "assistant", "content": c[2]}] for c in cases],
+                             [c[0]["solution"] for c in cases])
     t2 = time.perf_counter()
     theirs = [0.0 if x is None else x for x in theirs]
     report("MATH-500", ours, theirs, t1 - t0, t2 - t1, [c[1] for c in cases], "TRL accuracy_reward",
@@ -166,7 +167,8 @@ def bench_mbpp():
     cases = []
     for task, doc, rec in items:
         cases.append((task, doc, rec, "canonical", task.canonical_prediction(doc)))
-        cases.append((task, doc, rec, "broken (returns None)", f"def {doc.meta['entry_point']}(*a, **k):\n    return None\n"))
+        broken = f"def {doc.meta['entry_point']}(*a, **k):\n    return None\n"
+        cases.append((task, doc, rec, "broken (returns None)", broken))
     for task, doc, rec in items[:50]:
         cases.append((task, doc, rec, "os._exit(0) before the asserts", "import os\nos._exit(0)\n"))
     with Verifier("mbpp") as ver:

@@ -76,7 +76,8 @@ def test_trl_convention(cases, reference):
         conv = fn(completions=[[{"role": "assistant", "content": cases[i][3]}] for i in idx], **kwargs)
         assert conv == got
         afn = trl_reward(task, asynchronous=True)
-        is_async_callable = pytest.importorskip("trl.trainer.utils").is_async_callable  # TRL's own test of async reward functions
+        # TRL's own test of whether a reward function is async
+        is_async_callable = pytest.importorskip("trl.trainer.utils").is_async_callable
         assert is_async_callable(afn) and not is_async_callable(fn)
         assert asyncio.run(afn(completions=[cases[i][3] for i in idx], **kwargs)) == got
         assert logged[f"evalkit_{task}_verifier"][0] == fn.verifier.version_hash
@@ -239,7 +240,8 @@ def test_export_prompts_match_the_evaluation(tmp_path):
                 assert [(m["role"], m["content"]) for m in row["prompt"]] == list(req.messages)
             else:
                 assert row["prompt"] == req.prompt and row["prompt"].count("Question:") == 6
-            assert shared_verifier(task_name, chat=chat).verify(row["gold"], rec.get("solution") or rec["answer"]).reward == 1.0
+            right = rec.get("solution") or rec["answer"]
+            assert shared_verifier(task_name, chat=chat).verify(row["gold"], right).reward == 1.0
     pd = pytest.importorskip("pandas")
     from evalkit.cli import main
     assert main(["export-rl", "--task", "gsm8k", "--format", "verl", "--output", str(tmp_path),

@@ -42,6 +42,7 @@ def test_grpo_trainer_logs_evalkit_rewards(tiny_model_dir, tmp_path):
                               callbacks=[Grab()])
     trainer.train()
     logged = [h["rewards/evalkit_gsm8k/mean"] for h in trainer.state.log_history if "rewards/evalkit_gsm8k/mean" in h]
+    print("TRL logged rewards/evalkit_gsm8k/mean:", logged, "evalkit batches:", batches)
     assert len(logged) == 2 and len(batches) == 2
     for value, batch in zip(logged, batches):
         assert len(batch) == 4 and None not in batch

@@ -16,7 +16,8 @@ def register(sub):
     p.add_argument("--data", default=None, help="the task's local data file or folder (default: the hub)")
     p.add_argument("--split", default=None, help="dataset split (default: the task's eval split; e.g. train)")
     p.add_argument("--limit", type=int, default=None)
-    p.add_argument("--chat", action="store_true", help="the chat-template prompt (messages; math: the \\boxed{} prompt)")
+    p.add_argument("--chat", action="store_true", help="the chat-template prompt (messages; "
+                   "math: the \\boxed{} prompt)")
     p.add_argument("--num-fewshot", type=int, default=None)
     p.add_argument("--system-prompt", default=None)
     p.add_argument("--seed", type=int, default=1234, help="run seed (few-shot sampling, GPQA choice order)")

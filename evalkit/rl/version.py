@@ -20,7 +20,7 @@ from pathlib import Path
 JUDGE_PACKAGES = ("math-verify", "sympy", "latex2sympy2_extended", "antlr4-python3-runtime")
 _SHARED = ("evalkit.answers", "evalkit.choices", "evalkit.math_equivalence", "evalkit.passk", "evalkit.task",
            "evalkit.requests", "evalkit.sandbox.executor", "evalkit.sandbox.worker", "evalkit.rl.bridge",
-           "evalkit.rl.gold", "evalkit.rl.guards")
+           "evalkit.rl.gold", "evalkit.rl.guards", "evalkit.rl.verifier")
 
 
 def _source(module_name: str) -> str:
