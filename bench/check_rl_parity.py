@@ -8,7 +8,8 @@ final number + 1; MATH solutions whose integer answer is boxed + 1. Prints, per 
 agree and the mean value. MATH checks math_verify on both sides (``judge_math_verify``: the same
 ``math_verify_equiv`` call as ``judge_one``, without minerva's 5x slower sympy check).
 
-    python bench/check_rl_parity.py [--sets gsm8k,math,humaneval,mbpp] [--math-limit N]
+    python bench/check_rl_parity.py --sets gsm8k,humaneval,mbpp
+    python bench/check_rl_parity.py --sets math --math-part 1/2     # then 2/2: each part ~5 min on 2 cores
 """
 from __future__ import annotations
 
@@ -55,11 +56,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sets", default="gsm8k,math,humaneval,mbpp")
     ap.add_argument("--math-limit", type=int, default=None)
+    ap.add_argument("--math-part", default=None, metavar="K/N",
+                    help="only the K-th of N equal slices of MATH (keeps one command short)")
     args = ap.parse_args()
     ok = True
     for name in args.sets.split(","):
         task_name, path, metric = SETS[name]
         items = list(iter_items(task_name, str(path), limit=args.math_limit if name == "math" else None))
+        if name == "math" and args.math_part:
+            k, n = (int(x) for x in args.math_part.split("/"))
+            items = items[(k - 1) * len(items) // n: k * len(items) // n]
         task = items[0][0]
         docs, records = [d for _, d, _ in items], [r for _, _, r in items]
         with Verifier(task_name) as ver:
@@ -86,4 +92,6 @@ def main():
 
 if __name__ == "__main__":
     from results_md import record_run
-    sys.exit(record_run("rl_parity", main))
+    part = next((a.replace("/", "of") for a in sys.argv if re.fullmatch(r"\d+/\d+", a)), "")
+    sets = next((sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--sets"), "all")
+    sys.exit(record_run(f"rl_parity-{sets.replace(',', '-')}" + (f"-{part}" if part else ""), main))

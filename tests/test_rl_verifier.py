@@ -134,3 +134,27 @@ def test_unusable_gold_is_none():
     assert ver.verify("{not json", "#### 3").reward is None
     assert Verifier("humaneval").verify("42", "return 1").reward is None
     assert json.loads(json.dumps(ver.certificate()))["verifier_hash"].startswith("evk-")
+
+
+def test_plain_golds_from_other_datasets():
+    m = Verifier("math")
+    assert m.verify("Since $x=2$, we get $\\boxed{\\frac{1}{2}}$.", "so \\boxed{0.5}").reward == 1.0  # a solution
+    assert m.verify("\\frac{1}{2}", "so \\boxed{1/2}").reward == 1.0                                  # an answer
+    g = Verifier("gsm8k")
+    assert g.verify("He pays 3*4=12.\n#### 1,072", "The total is $1072.00").reward == 1.0
+
+
+def test_multiple_choice_records_follow_the_prompt():
+    """GPQA's prompt shows a seeded permutation: the rewarded letter is where the right answer is shown."""
+    from evalkit import registry
+    rec = {"Question": "Which is a made-up test item?", "Correct Answer": "this one", "Incorrect Answer 1": "no",
+           "Incorrect Answer 2": "nope", "Incorrect Answer 3": "never", "Record ID": "synthetic-1"}
+    task = registry.get_task_class("gpqa_diamond_cot")()
+    shown = task.permuted(task.record_to_doc(rec, 0), RunContext(seed=1234), 0)
+    letter = "ABCD"[shown.gold]
+    assert "this one" in task.prompt_text(shown, RunContext(seed=1234)).split(f"{letter}) ")[1].splitlines()[0]
+    ver = Verifier("gpqa_diamond", seed=1234)
+    assert [ver.verify(rec, f"...\nAnswer: {x}").reward for x in "ABCD"] == [float(x == letter) for x in "ABCD"]
+    mm = Verifier("mmlu")
+    mrec = {"subject": "anatomy", "question": "q?", "choices": ["a", "b", "c", "d"], "answer": 2}
+    assert [mm.verify(mrec, f"Answer: {x}").reward for x in "ABCD"] == [0.0, 0.0, 1.0, 0.0]

@@ -6,8 +6,8 @@ A gold value is one of
 - a JSON string of such a dict (what travels through verl's parquet ``ground_truth``, TRL dataset
   columns and OpenRLHF's ``labels``);
 - a plain answer string for the answer-matching tasks: GSM8K ``"72"`` (or a worked solution ending
-  ``#### 72``), MATH ``"\\frac{1}{2}"``, MMLU ``"B"``. Code tasks and GPQA (whose prompt shows a
-  seeded permutation of the choices) need the record.
+  ``#### 72``), MATH ``"\\frac{1}{2}"`` (or a worked solution with a ``\\boxed{}``), MMLU ``"B"``.
+  Code tasks and GPQA (whose prompt shows a seeded permutation of the choices) need the record.
 An unusable gold raises ``GoldError``; the adapters turn it into a ``None`` reward (skip the item).
 """
 from __future__ import annotations
@@ -29,6 +29,8 @@ def shorthand_record(task_name: str, answer: str) -> dict:
     if task_name in ("gsm8k", "gsm8k_cot"):
         return {"question": "", "answer": answer}
     if task_name in ("math", "math500"):
+        if "\\boxed" in answer or "\\fbox" in answer:  # a worked solution (TRL's `solution` columns)
+            return {"problem": "", "solution": answer, "type": "unknown"}
         return {"problem": "", "solution": f"$\\boxed{{{answer}}}$", "answer": answer, "type": "unknown"}
     if task_name == "mmlu_cot":
         return {"subject": "miscellaneous", "question": "", "choices": ["", "", "", ""], "answer": answer}
