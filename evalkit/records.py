@@ -139,9 +139,11 @@ class TaskEntry(_Typed):
     ratings: Optional[list] = None
     battles_file: Optional[str] = None
     truncated_prompts: Optional[int] = None  # prompts longer than the context, cut from the left
+    verifier_hash: Optional[str] = None      # parity certificate with evalkit.rl's rewards for this task
     other: dict = field(default_factory=dict)
 
-    OMIT_IF_NONE: typing.ClassVar[tuple] = ("rescored", "ratings", "battles_file", "truncated_prompts")
+    OMIT_IF_NONE: typing.ClassVar[tuple] = ("rescored", "ratings", "battles_file", "truncated_prompts",
+                                            "verifier_hash")
 
 
 @dataclass

@@ -133,6 +133,9 @@ def score_task(task: Task, samples: Sequence[Sample], config: RunConfig, indices
         metrics={k: v.to_dict() for k, v in metrics.items()},
         breakdowns={g: {k: v.to_dict() for k, v in ms.items()} for g, ms in task.breakdowns(samples).items()},
         samples_file=samples_filename(task.name), extra=extra)
+    if task.output_type == "generate":
+        from evalkit.rl.version import verifier_hash  # parity certificate with evalkit.rl's rewards
+        entry.verifier_hash = verifier_hash(task.name)
     return entry, rows
 
 

@@ -153,6 +153,7 @@ class CodeTask(GenerationTask):
 
     timeout: ClassVar[float] = 10.0
     default_k: ClassVar[tuple] = (1, 10)
+    sandbox = None  # a long-lived Sandbox to run in (evalkit.rl keeps one across rewards); None: one per call
 
     def __init__(self, data_path: Optional[str] = None, **options):
         super().__init__(data_path, **options)
@@ -219,6 +220,8 @@ class CodeTask(GenerationTask):
         """Run every job in one sandbox; records and shows the isolation layer."""
         from evalkit.sandbox import Sandbox
 
+        if self.sandbox is not None:
+            return self.sandbox.run_many(jobs)
         if not jobs:
             self._sandbox_info = {"isolation_layer": None, "programs": 0}
             return []

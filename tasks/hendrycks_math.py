@@ -29,7 +29,7 @@ from typing import Iterable
 
 from evalkit.data import DataError, DataSource, FieldError, Provenance, Record, read_records, require
 from evalkit.math_equivalence import (INVALID_ANSWER, JudgeItem, boxed_answer, extract_answer, get_unnormalized_answer,
-                                      judge_many, minerva_gold, normalize_final_answer)
+                                      judge_many, judge_one, minerva_gold, normalize_final_answer)
 from evalkit.requests import GenParams
 from evalkit.stats import derive_seed, mean_metric
 from evalkit.task import Doc, GenerationTask, Scored, register_task
@@ -122,6 +122,8 @@ class HendrycksMath(GenerationTask):
     fewshot_delimiter = "\n\n"
     target_delimiter = " "
     gen_params = MINERVA_PARAMS
+    #: the worker-side judge (default: math-verify and minerva; RL rewards may judge math-verify only)
+    judge_fn = None
 
     def __init__(self, data_path=None, **options):
         super().__init__(data_path, **options)
@@ -191,7 +193,7 @@ class HendrycksMath(GenerationTask):
             raw = (boxed_answer(text) or INVALID_ANSWER) if chat else get_unnormalized_answer(text)
             items.append(JudgeItem(doc.meta["solution"], text, normalize_final_answer(raw), doc.meta["minerva_gold"]))
             extracted.append({"answer": extract_answer(text), "minerva": raw})
-        verdicts = judge_many(items) if items else []
+        verdicts = judge_many(items, fn=self.judge_fn or judge_one) if items else []
         return [Scored({"math_verify": v["math_verify"], "exact_match": v["exact_match"]},
                        extracted={**ext, "minerva_normalized": item.minerva_pred},
                        extra={"subject": doc.meta["subject"], "level": doc.meta["level"], "judge_status": v["status"]})
