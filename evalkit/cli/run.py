@@ -5,7 +5,7 @@ import argparse
 import math
 import sys
 
-from evalkit import registry
+from evalkit import registry, sinks
 from evalkit.backends import BACKENDS, make_backend, parse_model_args, split_spec
 from evalkit.cache import NullCache, ResponseCache
 from evalkit.runner import RunConfig, evaluate, load_tasks
@@ -102,6 +102,7 @@ def register(sub):
                    help="openai: backend server, e.g. http://127.0.0.1:8000/v1 (same as --model-args base_url=)")
     p.add_argument("--lora", default=None, metavar="NAME=PATH,...",
                    help="vllm: backend: evaluate each LoRA adapter in the one engine; one run record per adapter")
+    sinks.add_sink_args(p)
     p.set_defaults(func=run)
 
 
@@ -140,6 +141,7 @@ def run(args):
         print(format_table(out["run"]))
         if "path" in out["run"]:
             print(f"\nrun record: {out['run']['path']}")
+    sinks.after_run(args, [out["run"]["path"] for out in outs if "path" in out["run"]])
     return 0
 
 
