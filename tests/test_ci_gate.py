@@ -1,4 +1,5 @@
-"""The regression gate as CI runs it: scripts/ci_gate.sh (the commands of .github/actions/gate),
+"""The regression gate as CI runs it: evalkit/ci/gate.sh (the commands of .github/actions/gate and
+of `evalkit ci-gate`),
 the JUnit report validated against tests/data/junit.xsd (the Jenkins/GitLab JUnit schema), GitHub
 annotations, the job summary and the documented exit codes (0 / 1 / 2)."""
 from __future__ import annotations
@@ -18,7 +19,7 @@ from evalkit.cli import main
 from test_compare import binary_items, make_run, paired_outcomes
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "scripts" / "ci_gate.sh"
+SCRIPT = REPO / "evalkit" / "ci" / "gate.sh"
 ACTION = REPO / ".github" / "actions" / "gate" / "action.yml"
 XSD = REPO / "tests" / "data" / "junit.xsd"
 
@@ -128,8 +129,8 @@ def test_action_runs_exactly_the_script_with_the_variables_it_reads():
     steps = action["runs"]["steps"]
     assert action["runs"]["using"] == "composite"
     gate = next(s for s in steps if s.get("id") == "gate")
-    assert gate["run"].strip() == 'bash "${{ github.action_path }}/../../../scripts/ci_gate.sh"'
-    assert (ACTION.parent / "../../../scripts/ci_gate.sh").resolve() == SCRIPT
+    assert gate["run"].strip() == 'bash "${{ github.action_path }}/../../../evalkit/ci/gate.sh"'
+    assert (ACTION.parent / "../../../evalkit/ci/gate.sh").resolve() == SCRIPT
     read = set(re.findall(r"\$\{?(EVALKIT_[A-Z_]+)", SCRIPT.read_text())) - {"EVALKIT_BIN"}
     assert set(gate["env"]) == read
     for v in gate["env"].values():                       # every input the step uses is declared
@@ -173,3 +174,18 @@ def test_gate_with_saved_candidate_run(tmp_path, runs, capsys):
     assert rep["exit_code"] == 1 and rep["candidate"]["run_id"] == "run-bad"
     assert main(["gate", "--config", str(cfg), "--candidate-run", str(runs["same"])]) == 0
     assert not (tmp_path / "results").exists()            # nothing evaluated, no record written
+
+
+def test_evalkit_ci_gate_runs_the_same_script(tmp_path, runs):
+    """`evalkit ci-gate` (what GitLab and other CIs call) execs the packaged script."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "EVALKIT_BASELINE": str(runs["base"]),
+           "EVALKIT_CANDIDATE_RUN": str(runs["bad"]), "EVALKIT_REPORT_DIR": str(tmp_path / "out")}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    env.pop("EVALKIT_BIN", None)
+    p = subprocess.run([sys.executable, "-m", "evalkit", "ci-gate"], env=env, capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)
+    assert p.returncode == 1, p.stderr
+    assert (tmp_path / "out" / "gate-junit.xml").exists() and (tmp_path / "out" / "gate-report.md").exists()
+    p = subprocess.run([sys.executable, "-m", "evalkit", "ci-gate", "--print-path"], env=env, capture_output=True,
+                       text=True, cwd=tmp_path)
+    assert Path(p.stdout.strip()).resolve() == SCRIPT

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The regression gate as CI runs it: the exact commands of .github/actions/gate (and of the GitLab
-# example in docs/regression-gate.md). Everything comes from environment variables:
+# The regression gate as CI runs it: the exact commands of .github/actions/gate, and what
+# `evalkit ci-gate` runs (the GitLab example in docs/regression-gate.md). Everything comes from
+# environment variables:
 #
 #   EVALKIT_BASELINE        baseline run folder, or a folder holding exactly one run (a downloaded
 #                           artifact); needed unless EVALKIT_CONFIG names one
@@ -57,7 +58,7 @@ if [ -n "${EVALKIT_CONFIG:-}" ]; then
 else
   [ -n "${EVALKIT_BASELINE:-}" ] || fail "no baseline: set the baseline (a run folder or artifact) or a gate config"
   config="$report_dir/evalkit-gate.toml"
-  printf '# written by scripts/ci_gate.sh\n' > "$config"
+  printf '# written by evalkit ci-gate (evalkit/ci/gate.sh)\n' > "$config"
   args+=(--config "$config")
 fi
 if [ -n "${EVALKIT_BASELINE:-}" ]; then
