@@ -95,6 +95,13 @@ def test_slim_compare_and_gate_exit_codes(slim, tmp_path):
     assert p.returncode == 1 and p.stdout.startswith("::error title=evalkit regressed")
     p = ek(slim, "gate", "--config", cfg, "--candidate-run", same)
     assert p.returncode == 0
+    # the packaged CI script, as GitLab and other CIs call it
+    env = {**slim["env"], "EVALKIT_BASELINE": str(base), "EVALKIT_CANDIDATE_RUN": str(bad),
+           "EVALKIT_REPORT_DIR": str(tmp_path / "ci")}
+    p = subprocess.run([str(slim["evalkit"]), "ci-gate"], capture_output=True, text=True, env=env,
+                       cwd=tmp_path, timeout=300)
+    assert p.returncode == 1, p.stderr
+    assert '<failure type="regression"' in (tmp_path / "ci" / "gate-junit.xml").read_text()
     p = ek(slim, "power", "--task", "gsm8k", "--n", "1319", "--discordance", "0.12")
     assert p.returncode == 0 and "minimum detectable drop 2.44 points" in p.stdout
 
