@@ -64,7 +64,8 @@ def test_mlflow_file_store_read_back(tmp_path, record):
     assert run.data.params["config.seed"] == "1234" and run.data.params["model.args.dtype"] == "bfloat16"
     assert run.data.params["model.args.api_key"] == "<redacted>"
     assert run.data.tags["evalkit.run_id"] == "run-sinks" and run.info.status == "FINISHED"
-    table = json.loads(Path(client.download_artifacts(run.info.run_id, "samples/gsm8k.json", str(tmp_path))).read_text())
+    table = json.loads(Path(client.download_artifacts(run.info.run_id, "samples/gsm8k.json",
+                                                      str(tmp_path))).read_text())
     rows = [dict(zip(table["columns"], r)) for r in table["data"]]
     samples = [json.loads(line) for line in (record / "samples_gsm8k.jsonl").read_text().splitlines()]
     assert [r["exact_match"] for r in rows] == [s["metrics"]["exact_match"] for s in samples]

@@ -38,7 +38,8 @@ def slim(tmp_path_factory):
         ".git", "build", "dist", "*.egg-info", "__pycache__", "results", ".pytest_cache", ".venv", "bench"))
     wheels = root / "wheels"
     try:   # the machine's setuptools (fast); else pip's isolated build env from PyPI
-        _sh([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(src), "-w", str(wheels)])
+        _sh([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(src),
+             "-w", str(wheels)])
     except AssertionError:
         _sh([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(src), "-w", str(wheels)])
     (wheel,) = wheels.glob("evalkit_harness-*.whl")
@@ -126,8 +127,9 @@ def test_slim_score_arena_cache_and_missing_extras(slim, tmp_path):
     p = ek(slim, "compare", good, worse, "--primary", "exact_match_flexible")
     assert p.returncode == 1, p.stdout + p.stderr                 # 3 wrong -> 15 wrong of 30
     battles = tmp_path / "battles.jsonl"
+    pairs = [rng.sample("abc", 2) for _ in range(60)]
     battles.write_text("".join(json.dumps({"model_a": x, "model_b": y, "winner": rng.choice(["model_a", "model_b", "tie"])})
-                               + "\n" for x, y in (rng.sample("abc", 2) for _ in range(60))))
+                               + "\n" for x, y in pairs))
     p = ek(slim, "arena", "rate", battles, "--rounds", "20", "--no-output")
     assert p.returncode == 0 and "60 battles" in p.stdout
     p = ek(slim, "cache", "info", "--cache-dir", tmp_path / "cache")

@@ -67,7 +67,8 @@ if [ -n "${EVALKIT_BASELINE:-}" ]; then
 fi
 if [ -n "${EVALKIT_CANDIDATE_RUN:-}" ]; then
   [ -z "${EVALKIT_CANDIDATE:-}" ] || fail "set either the candidate model or the candidate run, not both"
-  candidate="$(run_dir "$EVALKIT_CANDIDATE_RUN" 2>"$report_dir/.err")" || fail "candidate run: $(cat "$report_dir/.err")"
+  candidate="$(run_dir "$EVALKIT_CANDIDATE_RUN" 2>"$report_dir/.err")" ||
+    fail "candidate run: $(cat "$report_dir/.err")"
   args+=(--candidate-run "$candidate")
 elif [ -n "${EVALKIT_CANDIDATE:-}" ]; then
   args+=(--candidate "$EVALKIT_CANDIDATE" --output "$report_dir/results")

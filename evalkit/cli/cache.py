@@ -133,7 +133,8 @@ def register(sub):
     cmds.required = True
 
     def common(q):
-        q.add_argument("--cache-dir", default=None, help="cache folder (default $EVALKIT_CACHE_DIR or ~/.cache/evalkit)")
+        q.add_argument("--cache-dir", default=None,
+                       help="cache folder (default $EVALKIT_CACHE_DIR or ~/.cache/evalkit)")
 
     q = cmds.add_parser("info", help="where the cache is, its file system, size and rows per model")
     common(q)

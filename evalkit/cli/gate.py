@@ -169,7 +169,8 @@ def run(args) -> int:
     output = args.output or (_path(cfg, cfg["output"]) if cfg.get("output") else "results")
     cache_dir = args.cache_dir or (_path(cfg, cfg["cache_dir"]) if cfg.get("cache_dir") else None)
     no_model = saved and (args.baseline or cfg.get("baseline"))   # nothing to evaluate: no cache needed
-    cache = NullCache() if args.no_cache or no_model else ResponseCache(Path(cache_dir) / "responses.sqlite" if cache_dir else None)
+    cache = (NullCache() if args.no_cache or no_model
+             else ResponseCache(Path(cache_dir) / "responses.sqlite" if cache_dir else None))
     try:
         baseline = args.baseline or (_path(cfg, cfg["baseline"]) if cfg.get("baseline") else None)
         if baseline:

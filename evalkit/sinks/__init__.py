@@ -27,7 +27,8 @@ def add_sink_args(p: argparse.ArgumentParser, flag: str = "--log-to") -> None:
                        help="also log the run record to mlflow or wandb (repeatable)")
         g.add_argument("--push-to-hub", default=None, metavar="OWNER/NAME",
                        help="also push the run record to this Hugging Face dataset repo")
-    g.add_argument("--mlflow-uri", default=None, help="MLflow tracking URI or local folder (default MLFLOW_TRACKING_URI)")
+    g.add_argument("--mlflow-uri", default=None,
+                   help="MLflow tracking URI or local folder (default MLFLOW_TRACKING_URI)")
     g.add_argument("--mlflow-experiment", default="evalkit", help="MLflow experiment name (default evalkit)")
     g.add_argument("--wandb-project", default=None, help="W&B project (default WANDB_PROJECT or evalkit)")
     g.add_argument("--wandb-dir", default=None, help="folder for W&B run files")

@@ -27,9 +27,9 @@ def log(payload: Payload, project: Optional[str] = None, directory: Optional[str
                               console="off", silent=True)
     if directory:
         os.makedirs(directory, exist_ok=True)
+    tags = ["evalkit"] + [k[len("evalkit.tag."):][:64] for k in payload.tags if k.startswith("evalkit.tag.")]
     run = wandb.init(project=project, name=payload.name, dir=directory, mode=mode, config=payload.params,
-                     tags=["evalkit"] + [k[len("evalkit.tag."):][:64] for k in payload.tags if k.startswith("evalkit.tag.")],
-                     reinit="create_new", settings=settings)
+                     tags=tags, reinit="create_new", settings=settings)
     try:
         run.summary.update(payload.metrics)
         for task, (cols, rows) in payload.tables.items():
