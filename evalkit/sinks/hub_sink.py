@@ -41,7 +41,7 @@ def operations(payload: Payload, hf) -> list:
 
 def log(payload: Payload, repo: str, private: bool = True, dry_run: bool = False,
         endpoint: Optional[str] = None) -> dict:
-    hf = require("huggingface_hub", "--push-to-hub")
+    hf = require("huggingface_hub", "the hub sink (--push-to-hub)")
     if "/" not in repo:
         raise ValueError(f"--push-to-hub {repo!r}: expected OWNER/NAME (a dataset repo)")
     ops = operations(payload, hf)

@@ -33,7 +33,7 @@ def log(payload: Payload, uri: Optional[str] = None, experiment: str = "evalkit"
     if uri and _local(uri):
         os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    mlflow = require("mlflow", "--log-to mlflow")
+    mlflow = require("mlflow", "the mlflow sink")
     import pandas as pd
     client = mlflow.MlflowClient(tracking_uri=uri) if uri else mlflow.MlflowClient()
     exp = client.get_experiment_by_name(experiment)

@@ -21,7 +21,7 @@ def log(payload: Payload, project: Optional[str] = None, directory: Optional[str
     if dry_run:
         return {"sink": "wandb", "project": project, "metrics": len(payload.metrics),
                 "tables": list(payload.tables), "dry_run": True}
-    wandb = require("wandb", "--log-to wandb")
+    wandb = require("wandb", "the wandb sink")
     mode = "offline" if offline else os.environ.get("WANDB_MODE") or None
     settings = wandb.Settings(save_code=False, disable_git=True, x_disable_stats=True, x_disable_meta=True,
                               console="off", silent=True)
