@@ -8,6 +8,8 @@ import sqlite3
 import sys
 import traceback
 
+from evalkit.extras import MissingExtra, message_for
+
 
 def command_modules() -> list[str]:
     """Every module in this package with a ``register`` function is a subcommand."""
@@ -30,9 +32,15 @@ def one_line(e: BaseException) -> str:
     return redact_text(" ".join(text.split()))
 
 
+def _version() -> str:
+    from evalkit import __version__
+    return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="evalkit", description="LLM evaluation harness with honest statistics")
     parser.add_argument("-v", "--verbose", action="store_true", help="log more")
+    parser.add_argument("--version", action="version", version=f"evalkit {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in command_modules():
@@ -54,10 +62,16 @@ def main(argv=None) -> int:
     data.DATA_FLAG_HINT = "--data TASK=PATH"  # a command that takes another form sets its own
     try:
         return int(args.func(args) or 0)
-    except USER_ERRORS as e:
+    except USER_ERRORS + (MissingExtra,) as e:
         if args.verbose:
             traceback.print_exc()
         print(f"evalkit {args.command}: error: {one_line(e)}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:   # an optional dependency of a slim install: name the extra
+        msg = message_for(e.name or "")
+        if msg is None:
+            raise
+        print(f"evalkit {args.command}: error: {msg}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished work is in the cache, rerun to resume", file=sys.stderr)

@@ -1,7 +1,12 @@
 """``evalkit compare BASELINE CANDIDATE``: paired significance tests between two run records.
 
 Exit code 0: no primary metric regressed; 1: at least one regressed (significantly worse by more
-than its margin after the multiplicity correction); 2: error, or the runs are not comparable.
+than its margin after the multiplicity correction); 2: usage or input error, or the runs are not
+comparable.
+
+Formats: text (terminal), markdown (PR comment / step summary), json, junit (JUnit XML test report:
+one test case per task x primary metric, regressions as failures), github (workflow-command
+annotations). --junit FILE and --markdown FILE write those alongside the printed format.
 """
 from __future__ import annotations
 
@@ -49,6 +54,10 @@ def add_compare_args(p: argparse.ArgumentParser, defaults: bool = True):
                         "default: every 0/1 and corpus metric")
     p.add_argument("--format", choices=FORMATS, default=d("text"))
     p.add_argument("--report", default=None, metavar="FILE", help="also write the report to FILE")
+    p.add_argument("--junit", default=None, metavar="FILE",
+                   help="also write a JUnit XML report (one test case per task x primary metric) to FILE")
+    p.add_argument("--markdown", default=None, metavar="FILE",
+                   help="also write the Markdown report (PR comment, $GITHUB_STEP_SUMMARY) to FILE")
     p.add_argument("--mid-p", action="store_true", default=None, help="mid-p McNemar (less conservative)")
     p.add_argument("--bootstrap", action="store_true", default=None,
                    help="paired bootstrap for every test (no McNemar or permutation)")
@@ -92,12 +101,24 @@ def options_from(args, base: dict | None = None) -> CompareOptions:
     return CompareOptions(**o)
 
 
-def emit(comparison, fmt: str, report_path) -> None:
+def _write(path, text: str) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(text + "\n", encoding="utf-8")
+
+
+def emit(comparison, fmt: str, report_path, extra: dict | None = None) -> None:
+    """Print the report in ``fmt`` (and write it to ``report_path``); ``extra``: format -> file."""
     text = render(comparison, fmt)
     print(text)
     if report_path:
-        Path(report_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(report_path).write_text(text + "\n", encoding="utf-8")
+        _write(report_path, text)
+    for other, path in (extra or {}).items():
+        if path:
+            _write(path, text if other == fmt else render(comparison, other))
+
+
+def extra_reports(args) -> dict:
+    return {"junit": getattr(args, "junit", None), "markdown": getattr(args, "markdown", None)}
 
 
 def register(sub):
@@ -119,5 +140,5 @@ def run(args) -> int:
     if args.tasks:
         opts.tasks = split_list([args.tasks])
     comparison = compare_runs(args.baseline, args.candidate, opts)
-    emit(comparison, args.format, args.report)
+    emit(comparison, args.format, args.report, extra_reports(args))
     return comparison.exit_code

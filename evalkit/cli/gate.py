@@ -19,7 +19,7 @@ from evalkit import registry
 from evalkit.backends import make_backend, parse_model_args, split_spec
 from evalkit.cache import NullCache, ResponseCache
 from evalkit.cli import EvalkitError
-from evalkit.cli.compare import add_compare_args, emit, options_from
+from evalkit.cli.compare import add_compare_args, emit, extra_reports, options_from
 from evalkit.compare import compare_runs
 from evalkit.compare.report import FORMATS
 from evalkit.records import load_run
@@ -28,7 +28,7 @@ from evalkit.runner import RunConfig, evaluate
 TOP_KEYS = {"baseline", "baseline_model", "baseline_model_args", "tasks", "limit", "seed", "num_fewshot",
             "apply_chat_template", "system_prompt", "include_path", "data", "task_args", "gen_kwargs", "output",
             "cache_dir", "candidate", "compare", "shard"}
-CANDIDATE_KEYS = {"model", "model_args", "gen_kwargs"}
+CANDIDATE_KEYS = {"model", "model_args", "gen_kwargs", "run"}
 GEN_KEYS = {"max_tokens", "temperature", "top_p", "n", "seed"}  # as `evalkit run --gen-kwargs`
 
 
@@ -220,6 +220,8 @@ def register(sub):
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", required=True, help="gate config (TOML), see docs/regression-gate.md")
     p.add_argument("--candidate", default=None, metavar="BACKEND:MODEL", help="the model to gate (or [candidate] model)")
+    p.add_argument("--candidate-run", default=None, metavar="RUN_DIR",
+                   help="a saved candidate run record: compare it instead of evaluating a model (or [candidate] run)")
     p.add_argument("--candidate-args", default=None, metavar="K=V,...", help="backend options for the candidate")
     p.add_argument("--gen-kwargs", default="", metavar="K=V,...",
                    help="candidate generation overrides on top of the baseline's (changes what is gated!)")
@@ -247,16 +249,23 @@ def run(args) -> int:
         raise EvalkitError(f"{args.config}: [compare] {e}") from None
     cand = cfg.get("candidate", {})
     spec = args.candidate or cand.get("model")
-    if not spec:
-        raise EvalkitError("no candidate: pass --candidate BACKEND:MODEL or set [candidate] model")
-    from evalkit import validation
-    model_args = parse_model_args(args.candidate_args, "--candidate-args") if args.candidate_args is not None \
-        else _kv(cand.get("model_args"))
-    validation.check_model_args(split_spec(spec)[0], model_args, "--candidate-args / [candidate] model_args")
+    saved = args.candidate_run or (_path(cfg, cand["run"]) if cand.get("run") and not args.candidate else None)
+    if args.candidate and args.candidate_run:
+        raise EvalkitError("pass either --candidate (evaluate a model) or --candidate-run (a saved run), not both")
+    if not spec and not saved:
+        raise EvalkitError("no candidate: pass --candidate BACKEND:MODEL, --candidate-run RUN_DIR, "
+                           "or set [candidate] model / run")
+    if not saved:
+        from evalkit import validation
+        model_args = parse_model_args(args.candidate_args, "--candidate-args") if args.candidate_args is not None \
+            else _kv(cand.get("model_args"))
+        validation.check_model_args(split_spec(spec)[0], model_args, "--candidate-args / [candidate] model_args")
     output = args.output or (_path(cfg, cfg["output"]) if cfg.get("output") else "results")
     validation.check_output_dir(output, "--output / output")
     cache_dir = args.cache_dir or (_path(cfg, cfg["cache_dir"]) if cfg.get("cache_dir") else None)
-    cache = NullCache() if args.no_cache else ResponseCache(Path(cache_dir) / "responses.sqlite" if cache_dir else None)
+    no_model = saved and (args.baseline or cfg.get("baseline"))   # nothing to evaluate: no cache needed
+    cache = (NullCache() if args.no_cache or no_model
+             else ResponseCache(Path(cache_dir) / "responses.sqlite" if cache_dir else None))
     try:
         baseline = args.baseline or (_path(cfg, cfg["baseline"]) if cfg.get("baseline") else None)
         if baseline:
@@ -271,11 +280,14 @@ def run(args) -> int:
         if bad:
             raise EvalkitError(f"candidate gen_kwargs: unknown {', '.join(sorted(bad))}; allowed: {', '.join(sorted(GEN_KEYS))}")
         config.gen_overrides = {**config.gen_overrides, **extra_gen}
-        candidate = run_model(spec, model_args, config, cache, output)
+        if saved:
+            candidate = str(load_run(saved).path)   # a saved record: compare's alignment checks data and prompts
+        else:
+            candidate = run_model(spec, model_args, config, cache, output)
     finally:
         cache.close()
     if opts.tasks is None:
         opts.tasks = list(config.tasks)
     comparison = compare_runs(baseline, candidate, opts)
-    emit(comparison, fmt, report)
+    emit(comparison, fmt, report, extra_reports(args))
     return comparison.exit_code

@@ -5,7 +5,7 @@ import argparse
 import math
 import sys
 
-from evalkit import registry, validation
+from evalkit import registry, sinks, validation
 from evalkit.backends import BACKENDS, make_backend, parse_model_args, split_spec
 from evalkit.cache import NullCache, ResponseCache
 from evalkit.records import write_run
@@ -118,6 +118,7 @@ def register(sub):
                    help="openai: backend server, e.g. http://127.0.0.1:8000/v1 (same as --model-args base_url=)")
     p.add_argument("--lora", default=None, metavar="NAME=PATH,...",
                    help="vllm: backend: evaluate each LoRA adapter in the one engine; one run record per adapter")
+    sinks.add_sink_args(p)
     p.set_defaults(func=run)
 
 
@@ -173,6 +174,7 @@ def run(args):
             failed += 1
             print(f"evalkit run: error: could not write the run record to {args.output}: {e.strerror or e}; "
                   f"the answers are cached, so a rerun with a writable --output recomputes nothing", file=sys.stderr)
+    sinks.after_run(args, [out["run"]["path"] for out in outs if "path" in out["run"]])
     return 2 if failed else 0
 
 

@@ -1,4 +1,5 @@
-"""Render a ``Comparison`` as a terminal table, a Markdown PR comment or JSON for machines.
+"""Render a ``Comparison`` as a terminal table, a Markdown PR comment, JSON for machines, or (in
+``ci_formats``) JUnit XML and GitHub annotations.
 
 Metrics in [0, 1] are shown in points (x100). The p-value column is Holm/BH-adjusted for primary
 rows (marked ``*``) and raw for the others. Every report states alpha, the correction, the
@@ -13,7 +14,7 @@ import math
 
 from evalkit.compare.analysis import IMPROVED, INCONCLUSIVE, REGRESSED, Comparison, MetricComparison
 
-FORMATS = ("text", "markdown", "json")
+FORMATS = ("text", "markdown", "json", "junit", "github")
 _MARK = {REGRESSED: "❌", IMPROVED: "✅", INCONCLUSIVE: "⚠️"}
 
 
@@ -171,4 +172,7 @@ def render(c: Comparison, fmt: str = "text") -> str:
         return to_markdown(c)
     if fmt == "json":
         return to_json(c)
+    if fmt in ("junit", "github"):
+        from evalkit.compare import ci_formats
+        return ci_formats.to_junit(c) if fmt == "junit" else ci_formats.to_github(c)
     raise ValueError(f"unknown format {fmt!r}; allowed: {', '.join(FORMATS)}")

@@ -79,7 +79,7 @@ def load(name: str):
         import evaluate
     except ImportError:
         raise ValueError(f"--metric evaluate:{name}: the 'evaluate' package is not installed "
-                         "(pip install evaluate)") from None
+                         "(pip install 'evalkit-harness[metrics]')") from None
     try:
         module = evaluate.load(name)
     except Exception as e:  # offline, unknown name, missing dependency of the metric script

@@ -1,0 +1,53 @@
+"""Which pip extra brings which optional import, so a slim install fails with one clear line.
+
+``pip install evalkit-harness`` alone gives compare, gate on a saved candidate run, power, score
+for metrics that need no model, arena rate, cache and log tools. Everything heavier is an extra;
+``evalkit.cli.main`` turns a ``ModuleNotFoundError`` for one of these modules into
+``... needs the 'hf' extra: pip install 'evalkit-harness[hf]'`` instead of a traceback.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Optional
+
+DIST = "evalkit-harness"
+
+# top-level module -> the extra that installs it
+EXTRA_OF = {
+    "torch": "hf", "transformers": "hf", "accelerate": "hf", "gguf": "hf",
+    "vllm": "vllm", "ray": "ray",
+    "datasets": "eval", "pyseccomp": "eval", "seccomp": "eval",
+    "sacrebleu": "metrics", "rouge_score": "metrics", "math_verify": "metrics", "evaluate": "metrics",
+    "sympy": "metrics", "antlr4": "metrics", "latex2sympy2_extended": "metrics",
+    "huggingface_hub": "hub",
+    "mlflow": "mlflow", "wandb": "wandb",
+    "streamlit": "dashboard", "altair": "dashboard",
+}
+
+
+class MissingExtra(RuntimeError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+
+def install_hint(extra: str) -> str:
+    return f"pip install '{DIST}[{extra}]'"
+
+
+def message_for(module: str, what: Optional[str] = None) -> Optional[str]:
+    """The one-line message for a missing ``module`` (None when it is not an optional dependency)."""
+    root = (module or "").split(".")[0]
+    extra = EXTRA_OF.get(root)
+    if extra is None:
+        return None
+    need = f"{what} needs" if what else "this command needs"
+    return f"{need} the Python package {root!r} (the {extra!r} extra): {install_hint(extra)}"
+
+
+def require(module: str, what: str):
+    """Import ``module`` or raise ``MissingExtra`` naming the extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name and e.name.split(".")[0] == module.split(".")[0]:
+            raise MissingExtra(message_for(module, what) or f"{what} needs {module}") from None
+        raise
