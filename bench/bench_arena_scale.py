@@ -1,7 +1,8 @@
 """Arena ratings at LMArena scale: ``evalkit arena rate`` vs FastChat's ``elo_analysis`` recipe.
 
-    python bench/bench_arena_scale.py                 # 1M battles x 120 models x 100 rounds, 10M memory run
-    python bench/bench_arena_scale.py --quick         # 200k battles, no 10M run (a smoke test)
+    python bench/bench_arena_scale.py                 # 1M battles x 120 models x 100 rounds vs the peer
+    python bench/bench_arena_scale.py --memory        # peak RSS at 1M and at 10M battles
+    python bench/bench_arena_scale.py --quick         # 200k battles, 200 CI rounds (a smoke test)
 
 What it does, all from one run and one seeded generator (120 models, popularity-skewed by a Zipf law,
 true strengths N(0, 1) in natural-log units, 10% ties split between "tie" and "tie (bothbad)"):
@@ -17,7 +18,7 @@ true strengths N(0, 1) in natural-log units, 10% ties split between "tie" and "t
 4. checks the numbers: the evalkit point ratings against the pre-change implementation (read from
    git, commit ``BASE``) and against the peer's fit; the count bootstrap against the battle
    bootstrap on 1,000 rounds (smaller data, so the battle bootstrap finishes);
-5. rates 10,000,000 battles the same way and reports the peak RSS.
+5. (``--memory``) rates 1,000,000 and 10,000,000 battles the same way and reports both peak RSS.
 """
 from __future__ import annotations
 
@@ -197,19 +198,49 @@ def ci_agreement(n_battles: int, n_models: int, rounds: int, work: Path) -> str:
     return "\n".join(lines), worst
 
 
+def memory_run(work: Path, n: int, big: int, rounds: int) -> int:
+    """Peak RSS of the whole ``evalkit arena rate`` process at ``n`` and at ``big`` battles. The big
+    file is the ``n``-battle file repeated (``big / n`` times): same shape, written in seconds."""
+    small = work / "battles.jsonl"
+    generate(small, n)
+    copies = max(1, big // n)
+    large = work / "big.jsonl"
+    with open(large, "wb") as out:
+        for _ in range(copies):
+            with open(small, "rb") as fh:
+                while block := fh.read(1 << 24):
+                    out.write(block)
+    print(f"memory of `evalkit arena rate --rounds {rounds}` (whole process, resource.getrusage ru_maxrss):")
+    for label, path, count in (("small", small, n), ("big", large, copies * n)):
+        res = child_rate(path, work / f"out-{label}", rounds)
+        print(f"  {count:>11,} battles ({path.stat().st_size / 2**30:5.2f} GiB JSONL): {res['wall_s']:6.1f} s, "
+              f"peak RSS {res['peak_rss_mib']:6.0f} MiB")
+        subprocess.run(["rm", "-rf", str(work / f"out-{label}")])
+    print(f"  ({copies} copies of the {n:,}-battle file; RSS grows by the ~9 bytes per battle of the columns "
+          "and their aggregation temporaries, not with the file size)")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="200k battles, 3 peer rounds, no 10M run")
     ap.add_argument("--battles", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--peer-rounds", type=int, default=3)
-    ap.add_argument("--big", type=int, default=10_000_000, help="battles for the memory run (0: skip)")
+    ap.add_argument("--memory", action="store_true",
+                    help="only the memory run: peak RSS of `evalkit arena rate` on --battles and on --big battles")
+    ap.add_argument("--big", type=int, default=10_000_000, help="battles for the memory run")
     ap.add_argument("--ci-rounds", type=int, default=1000)
     args = ap.parse_args()
     if args.quick:
-        args.battles, args.big, args.ci_rounds = 200_000, 0, 200
+        args.battles, args.ci_rounds = 200_000, 200
     work = Path(tempfile.mkdtemp(prefix="arena-scale-"))
     status = 0
+    if args.memory:
+        try:
+            return memory_run(work, args.battles, args.big, args.rounds)
+        finally:
+            subprocess.run(["rm", "-rf", str(work)])
     try:
         path = work / "battles.jsonl"
         t = time.perf_counter()
@@ -248,17 +279,18 @@ def main() -> int:
         old = old_ratings_module()
         if old is not None:
             from evalkit.arena import read_battle_table
-            from evalkit.arena.bt import fit_cells, to_elo
+            from evalkit.arena.bt import to_elo
             from evalkit.arena.cells import aggregate
+            from evalkit.arena.resample import fit_fast
             table = read_battle_table(path)
             cells = aggregate(table)
-            new_fit = to_elo(cells.models, fit_cells(cells), 400, 1000, None, 1000.0)
+            new_fit = to_elo(cells.models, fit_fast(cells), 400, 1000, None, 1000.0)   # what rate() records
             t = time.perf_counter()
             old_fit = old.compute_bt(table.to_battles())
             t_old = time.perf_counter() - t
             diff = max(abs(new_fit[m] - old_fit[m]) for m in old_fit)
             print(f"  vs the pre-change compute_bt (commit {BASE[:7]}, {t_old:.1f} s for one fit): "
-                  f"max |diff| {diff:.3g} Elo; recorded (2-decimal) ratings off by at most "
+                  f"max |diff| {diff:.2g} Elo; recorded (2-decimal) ratings off by at most "
                   f"{max(abs(ratings[m]['rating'] - old_fit[m]) for m in old_fit):.3f}")
         widths = [r["ci_high"] - r["ci_low"] for r in ratings.values()]
         print(f"  95% CI widths {min(widths):.1f} .. {max(widths):.1f} Elo; "
@@ -269,21 +301,10 @@ def main() -> int:
         print(text)
         status |= worst >= 4.5
 
-        if args.big:
-            big = work / "big.jsonl"
-            t = time.perf_counter()
-            generate(big, args.big)
-            size = big.stat().st_size / 2**30
-            print(f"\n{args.big:,} battles ({size:.2f} GiB JSONL, generated in {time.perf_counter() - t:.0f} s):")
-            path.unlink()
-            res = child_rate(big, work / "out-big", args.rounds)
-            print(f"  evalkit arena rate --rounds {args.rounds}: {res['wall_s']:.1f} s, "
-                  f"peak RSS {res['peak_rss_mib']:.0f} MiB (vs {ours['peak_rss_mib']:.0f} MiB at "
-                  f"{args.battles:,}: bounded by the columns, ~9 bytes per battle, not by the file)")
     finally:
         subprocess.run(["rm", "-rf", str(work)])
     return int(status)
 
 
 if __name__ == "__main__":
-    sys.exit(record_run("arena-scale", main, variant_flags=("--quick",)))
+    sys.exit(record_run("arena-scale", main, variant_flags=("--quick", "--memory")))
