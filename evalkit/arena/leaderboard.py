@@ -65,6 +65,8 @@ def bt_leaderboard(
     """Per model ``rating``, ``ci_low``, ``ci_high``, ``n_battles``, ``rank`` and
     ``determined``; determined models first, by rating.  ``rounds=0`` skips the
     bootstrap (NaN intervals, every rank 1)."""
+    if rounds < 0:
+        raise ValueError("rounds must be >= 0")
     table = as_table(battles)
     cells = aggregate(table)
     keep = determined_models(cells)
