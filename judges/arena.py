@@ -9,26 +9,28 @@ least known, ``p(1-p)/(1+n)`` with ``p`` the win probability under the current B
 (one virtual tie per pair keeps it finite) and ``n`` the matches the pair has had.
 
 ``rate``: Bradley-Terry (or online Elo) ratings with bootstrap CIs and LMArena's CI-overlap ranks,
-plus the win-rate and battle-count matrices (``evalkit.arena.ratings``, unchanged). The run record
-has ``tasks["arena"]["ratings"][model] = {rating, ci_low, ci_high, rank, n_battles, wins, losses,
-ties}`` and the matrices in ``tasks["arena"]["extra"]``.
+plus the win-rate and battle-count matrices (``evalkit.arena``). The run record has
+``tasks["arena"]["ratings"][model] = {rating, ci_low, ci_high, rank, n_battles, wins, losses, ties,
+determined}`` (rating, interval and rank null where ``determined`` is false) and the matrices in
+``tasks["arena"]["extra"]``.
 """
 from __future__ import annotations
 
 import itertools
 import math
+import shutil
 import time
 import warnings
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
 
-from evalkit.arena import (Battle, battle_count_matrix, compute_bt, compute_online_elo, rating_table,
-                           win_rate_matrix, write_battles)
+from evalkit.arena import (Battle, BattleTable, as_table, battle_count_matrix, bt_leaderboard, compute_bt,
+                           compute_online_elo, rating_table, win_rate_matrix, write_battles)
+from evalkit.arena.stream import sniff_format
 from evalkit.data import DataError, read_records
 from evalkit.records import ModelInfo, TaskEntry, new_run, write_run
 from evalkit.task import Doc, content_hash
@@ -160,68 +162,85 @@ def _matrix(df) -> dict:
             for r, row in df.to_dict(orient="index").items()}
 
 
-def rate(battles: Sequence[Battle], method: str = "bt", rounds: int = 100, seed: int = 0,
-         anchor: Optional[str] = None, anchor_rating: float = 1000.0) -> dict:
-    if not battles:
+def rate(battles: Sequence[Battle] | BattleTable, method: str = "bt", rounds: int = 100, seed: int = 0,
+         anchor: Optional[str] = None, anchor_rating: float = 1000.0, progress: bool = False) -> dict:
+    """Ratings, intervals, ranks, tallies and matrices of battles (``Battle`` objects or a
+    ``BattleTable`` read by ``read_battle_table``). BT runs on the count bootstrap
+    (``bt_leaderboard``): models whose rating the battles do not pin down come back with
+    ``determined: False`` and no rating, interval or rank."""
+    table = as_table(battles)
+    if not len(table):
         raise ValueError("no battles to rate")
-    if method == "bt":
-        fn, point = partial(compute_bt, anchor=anchor, anchor_rating=anchor_rating), "fit"
-    elif method == "elo":
-        if anchor:
-            raise ValueError("--anchor works with --method bt only")
-        fn, point = compute_online_elo, "median"
-    else:
-        raise ValueError(f"--method {method!r}: expected bt or elo")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        table = rating_table(battles, fn, rounds=rounds, seed=seed, point=point)
-    order = list(table.index)
-    tally = {m: Counter() for m in order}
-    for b in battles:
-        if b.winner == "model_a":
-            tally[b.model_a]["wins"] += 1
-            tally[b.model_b]["losses"] += 1
-        elif b.winner == "model_b":
-            tally[b.model_b]["wins"] += 1
-            tally[b.model_a]["losses"] += 1
+        if method == "bt":
+            point = "fit"
+            board = bt_leaderboard(table, rounds, seed, anchor=anchor, anchor_rating=anchor_rating,
+                                   progress=progress)
+        elif method == "elo":
+            if anchor:
+                raise ValueError("--anchor works with --method bt only")
+            point = "median"
+            items = battles if not isinstance(battles, BattleTable) else table.to_battles()
+            board = rating_table(items, compute_online_elo, rounds=rounds, seed=seed, point=point)
+            board["determined"] = True
         else:
-            tally[b.model_a]["ties"] += 1
-            tally[b.model_b]["ties"] += 1
+            raise ValueError(f"--method {method!r}: expected bt or elo")
+    order = list(board.index)
+    tally = table.tallies()
+
+    def num(x):
+        return None if not math.isfinite(x) else round(float(x), 2)
+
     ratings = {}
-    for m, row in table.iterrows():
-        ratings[str(m)] = {"rating": round(float(row["rating"]), 2),
-                           "ci_low": None if not math.isfinite(row["ci_low"]) else round(float(row["ci_low"]), 2),
-                           "ci_high": None if not math.isfinite(row["ci_high"]) else round(float(row["ci_high"]), 2),
-                           "rank": int(row["rank"]), "n_battles": int(row["n_battles"]),
-                           **{k: tally[m][k] for k in ("wins", "losses", "ties")}}
+    for m, row in board.iterrows():
+        t = tally.loc[m]
+        ratings[str(m)] = {"rating": num(row["rating"]), "ci_low": num(row["ci_low"]), "ci_high": num(row["ci_high"]),
+                           "rank": int(row["rank"]) if math.isfinite(row["rank"]) else None,
+                           "n_battles": int(row["n_battles"]),
+                           **{k: int(t[k]) for k in ("wins", "losses", "ties")},
+                           "determined": bool(row["determined"])}
     return {"ratings": ratings, "order": order,
-            "win_rate_matrix": _matrix(win_rate_matrix(battles, order, ties="exclude")),
-            "win_rate_matrix_ties_half": _matrix(win_rate_matrix(battles, order, ties="half")),
-            "battle_count_matrix": _matrix(battle_count_matrix(battles, order)),
+            "win_rate_matrix": _matrix(win_rate_matrix(table, order, ties="exclude")),
+            "win_rate_matrix_ties_half": _matrix(win_rate_matrix(table, order, ties="half")),
+            "battle_count_matrix": _matrix(battle_count_matrix(table, order)),
             "warnings": sorted({str(w.message) for w in caught}),
             "method": method, "point": point, "rounds": rounds, "seed": seed,
             "anchor": anchor, "anchor_rating": anchor_rating if anchor else None}
 
 
-def arena_record(summary: dict, battles: Sequence[Battle], source: dict, config: dict, contestants: list,
-                 judge: Optional[dict] = None, timings: Optional[dict] = None, engine: Optional[dict] = None) -> dict:
+def _battle_facts(battles: Sequence[Battle] | BattleTable) -> dict:
+    """What the record says about its battles. A table read from files is identified by the
+    files' digests (hashing every battle would cost a pass in Python per battle)."""
+    if isinstance(battles, BattleTable):
+        fingerprint = battles.fingerprint or content_hash([b.to_dict() for b in battles.to_battles()])
+        return {"n": len(battles), "fingerprint": fingerprint, "prompt_hash": fingerprint,
+                "outcomes": battles.outcomes(), "judges": dict(battles.judges)}
+    return {"n": len(battles), "fingerprint": content_hash([b.to_dict() for b in battles]),
+            "prompt_hash": content_hash(sorted({str(b.prompt_id) for b in battles})),
+            "outcomes": dict(Counter(b.winner for b in battles)),
+            "judges": dict(Counter(b.judge or "unknown" for b in battles))}
+
+
+def arena_record(summary: dict, battles: Sequence[Battle] | BattleTable, source: dict, config: dict,
+                 contestants: list, judge: Optional[dict] = None, timings: Optional[dict] = None,
+                 engine: Optional[dict] = None) -> dict:
     models = summary["order"]
-    fingerprint = content_hash([b.to_dict() for b in battles])
-    judges = Counter(b.judge or "unknown" for b in battles)
+    facts = _battle_facts(battles)
+    fingerprint = facts["fingerprint"]
     entry = TaskEntry(
         version="1",
-        description=f"pairwise arena: {summary['method'].upper()} ratings over {len(battles)} battles",
+        description=f"pairwise arena: {summary['method'].upper()} ratings over {facts['n']} battles",
         output_type="pairwise",
         config={"name": TASK, **{k: summary[k] for k in ("method", "point", "rounds", "seed", "anchor",
                                                           "anchor_rating")}},
-        num_fewshot=0, n_docs=len(battles), dataset_fingerprint=fingerprint,
-        prompt_hash=content_hash(sorted({str(b.prompt_id) for b in battles})),
+        num_fewshot=0, n_docs=facts["n"], dataset_fingerprint=fingerprint, prompt_hash=facts["prompt_hash"],
         data_source=source.get("battles") or source.get("prompts"),
         ratings=summary["ratings"],
         extra={"win_rate_matrix": summary["win_rate_matrix"],
                "win_rate_matrix_ties_half": summary["win_rate_matrix_ties_half"],
                "battle_count_matrix": summary["battle_count_matrix"],
-               "outcomes": dict(Counter(b.winner for b in battles)), "judges": dict(judges),
+               "outcomes": facts["outcomes"], "judges": facts["judges"],
                "warnings": summary["warnings"], **source})
     model = ModelInfo(spec=",".join(models), name=f"arena({len(models)} models)", backend="arena",
                       identity={"models": models, "battles": fingerprint}, identity_hash=fingerprint)
@@ -232,15 +251,46 @@ def arena_record(summary: dict, battles: Sequence[Battle], source: dict, config:
     return run.to_dict()
 
 
-def write_arena(output_dir: str, run: dict, battles: Sequence[Battle], samples: Optional[list] = None) -> str:
+def write_arena(output_dir: str, run: dict, battles: Sequence[Battle] | BattleTable,
+                samples: Optional[list] = None) -> str:
+    """Write the run and keep its battles beside it: ``Battle`` objects as JSONL, a table read
+    from files as a copy of those files (JSON Lines concatenated, one JSON or parquet file
+    as is), so ``load_battles`` reads back the very battles that were rated."""
     rows = {TASK: samples} if samples is not None else {}
     if samples is not None:
         run["tasks"][TASK]["samples_file"] = f"samples_{TASK}.jsonl"
-    run["tasks"][TASK]["battles_file"] = BATTLES_FILE
+    name = BATTLES_FILE
+    if isinstance(battles, BattleTable) and len(battles.paths) == 1:
+        kind = sniff_format(battles.paths[0])
+        name = {"json": "battles.json", "parquet": "battles.parquet"}.get(kind, BATTLES_FILE)
+    run["tasks"][TASK]["battles_file"] = name
     path = write_run(output_dir, run, rows)
-    write_battles(Path(path) / BATTLES_FILE, battles)
+    dest = Path(path) / name
+    if not isinstance(battles, BattleTable):
+        write_battles(dest, battles)
+    elif len(battles.paths) == 1:
+        shutil.copyfile(battles.paths[0], dest)
+    elif battles.paths and all(sniff_format(p) == "jsonl" for p in battles.paths):
+        _concat_jsonl(battles.paths, dest)
+    else:
+        write_battles(dest, battles.to_battles())
     run["path"] = str(path)
     return str(path)
+
+
+def _concat_jsonl(paths: Sequence[str], dest: Path) -> None:
+    with open(dest, "wb") as out:
+        for p in paths:
+            with open(p, "rb") as fh:
+                head = fh.read(3)
+                if head != b"\xef\xbb\xbf":
+                    out.write(head)
+                last = head[-1:]
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    out.write(block)
+                    last = block[-1:]
+            if last not in (b"", b"\n"):
+                out.write(b"\n")
 
 
 # ---- the judged arena --------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Arena: pairwise battles between models and their Elo / Bradley–Terry ratings.
 
-``battles`` holds the record type and its JSONL/JSON loaders; ``ratings`` the
-FastChat/LMArena-compatible rating, bootstrap and matrix functions.
+``battles`` holds the record type and its JSONL/JSON/parquet loaders; ``table``
+the columnar form the ratings work on and ``stream`` its chunked file reader;
+``ratings`` gathers the FastChat/LMArena-compatible rating, bootstrap and
+matrix functions (each in its own module, see its docstring).
 """
 
 from .battles import (
@@ -15,8 +17,10 @@ from .battles import (
 from .ratings import (
     STYLE_CONTROL_ELEMENTS_V1,
     battle_count_matrix,
+    bootstrap_cells,
     bootstrap_ratings,
     bootstrap_samples,
+    bt_leaderboard,
     compute_bt,
     compute_bt_style,
     compute_online_elo,
@@ -26,6 +30,8 @@ from .ratings import (
     summarize_bootstrap,
     win_rate_matrix,
 )
+from .stream import read_battle_table
+from .table import BattleTable, as_table
 
 __all__ = [
     "STYLE_CONTROL_ELEMENTS_V1",
@@ -33,15 +39,20 @@ __all__ = [
     "WINNERS",
     "Battle",
     "BattleFormatError",
+    "BattleTable",
+    "as_table",
     "battle_count_matrix",
+    "bootstrap_cells",
     "bootstrap_ratings",
     "bootstrap_samples",
+    "bt_leaderboard",
     "compute_bt",
     "compute_bt_style",
     "compute_online_elo",
     "load_battles",
     "predicted_win_rate_matrix",
     "rating_table",
+    "read_battle_table",
     "shared_ranks",
     "summarize_bootstrap",
     "win_rate_matrix",

@@ -14,8 +14,8 @@ FastChat's ``question_id``) and ``judge`` are optional; any other keys are kept
 verbatim in ``Battle.extra`` (e.g. LMArena's ``conv_metadata`` used by style
 control, ``tstamp``, ``language``) and written back out by ``write_battles``.
 
-Files are either JSON Lines (one object per line; blank lines ignored) or one
-JSON array of objects.  Bad input raises ``BattleFormatError`` (a
+Files are either JSON Lines (one object per line; blank lines ignored), one
+JSON array of objects, or parquet (one row per battle).  Bad input raises ``BattleFormatError`` (a
 ``ValueError``) whose message names the file, the 1-based line and the field,
 because battle files are large and hand-edited often enough that "invalid
 input" alone is useless.
@@ -264,16 +264,35 @@ def _iter_jsonl(text: str, path: Path) -> Iterator[tuple[int, Any]]:
             ) from None
 
 
+def _load_parquet(p: Path) -> list[Battle]:
+    """Battles from a parquet file (one row per battle; errors name the 1-based row)."""
+    import pyarrow.parquet as pq
+
+    battles: list[Battle] = []
+    for batch in pq.ParquetFile(p).iter_batches(batch_size=65536):
+        for row, record in enumerate(batch.to_pylist(), start=len(battles) + 1):
+            record = {k: v for k, v in record.items() if v is not None or k in ("model_a", "model_b", "winner")}
+            try:
+                battles.append(Battle.from_dict(record))
+            except BattleFormatError as err:
+                raise err.located(p, row) from None
+    return battles
+
+
 def load_battles(path: str | os.PathLike[str]) -> list[Battle]:
-    """Read battles from a JSON Lines file or a JSON array file.
+    """Read battles from a JSON Lines file, a JSON array file or a parquet file.
 
     The format is sniffed from the content (a file whose first non-blank
-    character is ``[`` is a JSON array), not from the extension.  Raises
+    character is ``[`` is a JSON array; parquet by its magic bytes, where the
+    "line" of an error is the 1-based row), not from the extension.  Raises
     ``BattleFormatError`` naming the file, line and field on the first bad
     record: invalid JSON, a record that is not an object, a missing
     ``model_a``/``model_b``/``winner``, or an invalid value.
     """
     p = Path(path)
+    with open(p, "rb") as fh:
+        if fh.read(4) == b"PAR1":
+            return _load_parquet(p)
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:

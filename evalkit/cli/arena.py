@@ -4,8 +4,10 @@
     evalkit arena run --models hf:A,hf:B,hf:C --prompts mt_bench --judge vllm:J [--budget N]
     evalkit arena run --answers a.jsonl --answers b.jsonl --prompts mt_bench --judge hf:J --data DIR
 
-``rate`` reads FastChat/LMArena battle files (``model_a``, ``model_b``, ``winner``; JSONL or a JSON
-array). ``run`` answers (or reuses cached answers), judges each pair in both orders and stores the
+``rate`` reads FastChat/LMArena battle files (``model_a``, ``model_b``, ``winner``; JSONL, a JSON
+array or parquet) in chunks into columns; Bradley-Terry intervals come from a multinomial bootstrap of
+the (pair, outcome) counts, so a million battles rate in seconds. ``run`` answers (or reuses cached
+answers), judges each pair in both orders and stores the
 battles. Both print the ratings table and write a run record with ``tasks["arena"]``.
 """
 from __future__ import annotations
@@ -24,7 +26,7 @@ def register(sub):
     asub.required = True
 
     r = asub.add_parser("rate", help="rate imported battles (FastChat/LMArena fields model_a, model_b, winner)")
-    r.add_argument("battles", nargs="+", metavar="BATTLES", help="JSONL or JSON battle file(s)")
+    r.add_argument("battles", nargs="+", metavar="BATTLES", help="JSONL, JSON or parquet battle file(s)")
     add_rating_args(r)
     r.add_argument("--output", default="results", help="results folder")
     r.add_argument("--no-output", action="store_true", help="write no run record")
@@ -55,15 +57,15 @@ def add_rating_args(p):
 
 
 def run_rate(args):
-    from evalkit.arena import load_battles
+    from evalkit.arena import read_battle_table
     from evalkit.judges.arena import arena_record, rate, write_arena
-    from evalkit.judges.contestants import file_digest
 
-    battles = [b for path in args.battles for b in load_battles(path)]
-    if not battles:
+    battles = read_battle_table(args.battles)   # columns, chunked: no Python object per battle
+    if not len(battles):
         raise ValueError(f"{', '.join(args.battles)}: no battles")
-    summary = rate(battles, args.method, args.rounds, args.rating_seed, args.anchor, args.anchor_rating)
-    source = {"battles": ",".join(args.battles), "battles_sha256": {p: file_digest(p) for p in args.battles}}
+    summary = rate(battles, args.method, args.rounds, args.rating_seed, args.anchor, args.anchor_rating,
+                   progress=True)
+    source = {"battles": ",".join(args.battles), "battles_sha256": dict(battles.digests)}
     config = {"seed": args.rating_seed, "tags": args.tag, "method": args.method, "rounds": args.rounds}
     run = arena_record(summary, battles, source, config, [{"name": m} for m in summary["order"]])
     if not args.no_output:
@@ -99,9 +101,14 @@ def _f(x, d=1):
 def format_ratings(run: dict) -> str:
     t = run["tasks"]["arena"]
     rows = [("rank", "model", "rating", "95% CI", "battles", "W/L/T")]
+    undetermined = 0
     for m, r in t["ratings"].items():
-        rows.append((str(r["rank"]), m, _f(r["rating"]), f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]",
-                     str(r["n_battles"]), f"{r['wins']}/{r['losses']}/{r['ties']}"))
+        if r.get("determined", True):
+            rank, rating, ci = str(r["rank"]), _f(r["rating"]), f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]"
+        else:
+            undetermined += 1
+            rank, rating, ci = "-", "undetermined", "-"
+        rows.append((rank, m, rating, ci, str(r["n_battles"]), f"{r['wins']}/{r['losses']}/{r['ties']}"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -113,6 +120,9 @@ def format_ratings(run: dict) -> str:
                      f"{rel['parse_failures']} ({_f(rel['parse_failure_rate'], 3)}), constrained {rel['constrained']}, "
                      f"unresolved pairs {rel['unresolved_pairs']}, "
                      f"swap disagreement {_f(rel['swap_disagreement_rate'], 3)}")
+    if undetermined:
+        lines.append(f"{undetermined} model(s) undetermined: they never lost or never won against the rest, "
+                     "so the battles give no finite rating")
     for w in ex.get("warnings", []):
         lines.append(f"warning: {w}")
     if "path" in run:
