@@ -17,19 +17,17 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
-import math
 import time
 import warnings
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
 
-from evalkit.arena import (Battle, battle_count_matrix, compute_bt, compute_online_elo, rating_table,
-                           win_rate_matrix, write_battles)
+from evalkit.arena import Battle, compute_bt, write_battles
+from evalkit.arena.summary import _matrix, arena_entry, rate  # noqa: F401 - rate and _matrix stay importable here
 from evalkit.data import DataError, read_records
 from evalkit.records import SCHEMA_VERSION, write_run
 from evalkit.runner import git_sha, package_versions, run_id_for
@@ -157,76 +155,11 @@ class Scheduler:
 
 
 # ---- ratings -----------------------------------------------------------------------------------
-def _matrix(df) -> dict:
-    return {str(r): {str(c): (None if not math.isfinite(float(v)) else round(float(v), 4)) for c, v in row.items()}
-            for r, row in df.to_dict(orient="index").items()}
-
-
-def rate(battles: Sequence[Battle], method: str = "bt", rounds: int = 100, seed: int = 0,
-         anchor: Optional[str] = None, anchor_rating: float = 1000.0) -> dict:
-    if not battles:
-        raise ValueError("no battles to rate")
-    if method == "bt":
-        fn, point = partial(compute_bt, anchor=anchor, anchor_rating=anchor_rating), "fit"
-    elif method == "elo":
-        if anchor:
-            raise ValueError("--anchor works with --method bt only")
-        fn, point = compute_online_elo, "median"
-    else:
-        raise ValueError(f"--method {method!r}: expected bt or elo")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        table = rating_table(battles, fn, rounds=rounds, seed=seed, point=point)
-    order = list(table.index)
-    tally = {m: Counter() for m in order}
-    for b in battles:
-        if b.winner == "model_a":
-            tally[b.model_a]["wins"] += 1
-            tally[b.model_b]["losses"] += 1
-        elif b.winner == "model_b":
-            tally[b.model_b]["wins"] += 1
-            tally[b.model_a]["losses"] += 1
-        else:
-            tally[b.model_a]["ties"] += 1
-            tally[b.model_b]["ties"] += 1
-    ratings = {}
-    for m, row in table.iterrows():
-        ratings[str(m)] = {"rating": round(float(row["rating"]), 2),
-                           "ci_low": None if not math.isfinite(row["ci_low"]) else round(float(row["ci_low"]), 2),
-                           "ci_high": None if not math.isfinite(row["ci_high"]) else round(float(row["ci_high"]), 2),
-                           "rank": int(row["rank"]), "n_battles": int(row["n_battles"]),
-                           **{k: tally[m][k] for k in ("wins", "losses", "ties")}}
-    return {"ratings": ratings, "order": order,
-            "win_rate_matrix": _matrix(win_rate_matrix(battles, order, ties="exclude")),
-            "win_rate_matrix_ties_half": _matrix(win_rate_matrix(battles, order, ties="half")),
-            "battle_count_matrix": _matrix(battle_count_matrix(battles, order)),
-            "warnings": sorted({str(w.message) for w in caught}),
-            "method": method, "point": point, "rounds": rounds, "seed": seed,
-            "anchor": anchor, "anchor_rating": anchor_rating if anchor else None}
-
-
 def arena_record(summary: dict, battles: Sequence[Battle], source: dict, config: dict, contestants: list,
                  judge: Optional[dict] = None, timings: Optional[dict] = None, engine: Optional[dict] = None) -> dict:
     models = summary["order"]
     fingerprint = content_hash([b.to_dict() for b in battles])
-    judges = Counter(b.judge or "unknown" for b in battles)
-    entry = {
-        "version": "1",
-        "description": f"pairwise arena: {summary['method'].upper()} ratings over {len(battles)} battles",
-        "output_type": "pairwise",
-        "config": {"name": TASK, **{k: summary[k] for k in ("method", "point", "rounds", "seed", "anchor",
-                                                             "anchor_rating")}},
-        "num_fewshot": 0, "n_docs": len(battles), "dataset_fingerprint": fingerprint,
-        "prompt_hash": content_hash(sorted({str(b.prompt_id) for b in battles})),
-        "data_source": source.get("battles") or source.get("prompts"),
-        "metrics": {}, "breakdowns": {},
-        "ratings": summary["ratings"],
-        "extra": {"win_rate_matrix": summary["win_rate_matrix"],
-                  "win_rate_matrix_ties_half": summary["win_rate_matrix_ties_half"],
-                  "battle_count_matrix": summary["battle_count_matrix"],
-                  "outcomes": dict(Counter(b.winner for b in battles)), "judges": dict(judges),
-                  "warnings": summary["warnings"], **source},
-    }
+    entry = arena_entry(summary, battles, source)
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id_for(f"arena-{len(models)}-models"),
