@@ -57,9 +57,10 @@ def test_summaries_first_samples_on_demand_and_refresh(results, tmp_path, monkey
     root = tmp_path / "r"
     shutil.copytree(results, root)
     loads, sample_reads = [], []
-    real_load, real_samples = data.load_run, RunRecord.samples
-    monkeypatch.setattr(data, "load_run", lambda p: loads.append(p) or real_load(p))
-    monkeypatch.setattr(RunRecord, "samples", lambda self, t: sample_reads.append(t) or real_samples(self, t))
+    from evalkit.dashboards import samples as dsamples, store as dstore
+    real_load, real_read = dstore.load_run, dsamples.read_samples
+    monkeypatch.setattr(dstore, "load_run", lambda p: loads.append(p) or real_load(p))
+    monkeypatch.setattr(dsamples, "read_samples", lambda path: sample_reads.append(path.name) or real_read(path))
     s = data.ResultsStore(root)
     assert s.refresh() and len(loads) == len(list(root.glob("*/run.json"))) == 8
     assert len(s.cells()) > 0 and sample_reads == []          # summaries only
@@ -73,7 +74,7 @@ def test_summaries_first_samples_on_demand_and_refresh(results, tmp_path, monkey
     run_id = run_of(s, "gpt3-6b-finetuned", 50)
     first = s.samples(run_id, "gsm8k")
     again = s.samples(run_id, "gsm8k")
-    assert first is again and sample_reads == ["gsm8k"] and len(first) == 50
+    assert first is again and sample_reads == ["samples_gsm8k.jsonl"] and len(first) == 50
 
 
 def test_cells_are_the_records_numbers(store):

@@ -172,3 +172,8 @@ def render(c: Comparison, fmt: str = "text") -> str:
     if fmt == "json":
         return to_json(c)
     raise ValueError(f"unknown format {fmt!r}; allowed: {', '.join(FORMATS)}")
+
+
+# Public names for other readers of a Comparison (the dashboard renders the same cells as the CLI).
+row_cells = _row_cells
+confidence_level = _level
