@@ -114,3 +114,30 @@ def mt_bench_like(out: Path) -> Path:
 
     write_run(out, run, {"mt_bench": []})
     return out
+
+
+def coverage_fixture(out: Path) -> Path:
+    """Five models on up to three tasks, where the naive mean win rate ranks a one-task model first:
+    ``solo-a`` and ``solo-b`` ran only ``task_a`` (and beat everyone there); ``wide-1..3`` ran all three.
+    Metric values with CIs as ``evalkit run`` writes them; per-sample rows so the sample view works."""
+    from evalkit.records import write_run
+
+    def mv(v, n=100):
+        return {"value": v, "stderr": 0.01, "ci_low": v - 0.02, "ci_high": v + 0.02, "n": n, "kind": "mean",
+                "higher_is_better": True}
+
+    scores = {"solo-a": {"task_a": 0.95}, "solo-b": {"task_a": 0.90},
+              "wide-1": {"task_a": 0.70, "task_b": 0.80, "task_c": 0.75},
+              "wide-2": {"task_a": 0.60, "task_b": 0.50, "task_c": 0.55},
+              "wide-3": {"task_a": 0.40, "task_b": 0.30, "task_c": 0.35}}
+    for i, (model, tasks) in enumerate(scores.items()):
+        run = {"schema_version": 1, "run_id": f"cov-{model}", "created_at": f"2026-01-0{i + 1}T00:00:00+00:00",
+               "model": {"name": model, "backend": "hf", "spec": f"hf:{model}", "identity_hash": model},
+               "config": {"tags": ["coverage"]},
+               "tasks": {t: {"version": "1", "prompt_hash": f"p-{t}", "n_docs": 100, "metrics": {"acc": mv(v)}}
+                         for t, v in tasks.items()}}
+        rows = {t: [{"doc_id": str(d), "prompt": f"Q: item {d} of {t}?\nA:", "responses": [f"{model} says {d}"],
+                     "target": str(d), "extracted": str(d), "metrics": {"acc": float(d < 100 * v)}}
+                    for d in range(4)] for t, v in tasks.items()}
+        write_run(out, run, rows)
+    return out
