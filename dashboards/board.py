@@ -147,7 +147,8 @@ def heat_frame(lb: Leaderboard) -> pd.DataFrame:
                 norm = 1 - norm
             r = lb.ranks.at[e, c]
             rows.append({"model": model, "column": lb.headers[c], "col": c, "value": float(x), "goodness": norm,
+                         "text": fmt(x),
                          "ci_low": lb.ci_low.at[e, c], "ci_high": lb.ci_high.at[e, c],
                          "rank": None if pd.isna(r) else int(r), "entry": e})
-    return pd.DataFrame(rows, columns=["model", "column", "col", "value", "goodness", "ci_low", "ci_high", "rank",
+    return pd.DataFrame(rows, columns=["model", "column", "col", "value", "goodness", "text", "ci_low", "ci_high", "rank",
                                        "entry"])

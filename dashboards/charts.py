@@ -1,7 +1,7 @@
 """Altair charts for the leaderboard pages (no Streamlit: they render in notebooks too).
 
 Every chart is sized to its content: the plot height is ``ROW`` pixels per row (model, subject, …)
-and labels are never cut (``labelLimit=0``), so 3 models and 57 subjects both stay readable.
+and labels are never cut (``labelLimit=0, labelOverlap=False``), so 3 models and 57 subjects both stay readable.
 """
 from __future__ import annotations
 
@@ -15,12 +15,20 @@ DENSE_ROW = 22        # breakdowns (57 MMLU subjects)
 MIN_PLOT = 90         # the smallest plot area (pixels), whatever the number of rows
 
 
+def svg(chart):
+    """Render as SVG (crisp text, labels in the page's DOM for tests and screen readers); the width fits the
+    container and the height is the plot's own (``fit-x``): with Streamlit's default ``fit`` the plot shrinks
+    inside the total height and rows collapse onto one line."""
+    return chart.properties(usermeta={"embedOptions": {"renderer": "svg"}},
+                            autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+
+
 def plot_height(rows: int, row: int = ROW) -> int:
     return max(MIN_PLOT, row * max(1, rows))
 
 
 def _y(field: str, order: list, title=None) -> alt.Y:
-    return alt.Y(f"{field}:N", sort=order, title=title, axis=alt.Axis(labelLimit=0, labelFontSize=12))
+    return alt.Y(f"{field}:N", sort=order, title=title, axis=alt.Axis(labelLimit=0, labelOverlap=False, labelFontSize=12))
 
 
 def ci_dots(frame: pd.DataFrame, label: str = "model", value: str = "value", lo: str = "ci_low",
@@ -38,7 +46,7 @@ def ci_dots(frame: pd.DataFrame, label: str = "model", value: str = "value", lo:
                                                 x2=f"{hi}:Q", tooltip=tooltip)
     dots = base.mark_point(filled=True, size=70).encode(y=y, x=f"{value}:Q", tooltip=tooltip,
                                                         **({"color": f"{color}:N"} if color else {}))
-    return (bars + dots).properties(height=plot_height(len(order)))
+    return svg((bars + dots).properties(height=plot_height(len(order))))
 
 
 def ci_bars(frame: pd.DataFrame, label: str = "model", title: str = "", higher_is_better: bool = True,
@@ -57,14 +65,15 @@ def ci_bars(frame: pd.DataFrame, label: str = "model", title: str = "", higher_i
     whisk = base.mark_rule(strokeWidth=2, color="black").encode(y=y, x="ci_low:Q", x2="ci_high:Q", tooltip=tooltip)
     text = base.mark_text(align="left", dx=4, fontSize=11).encode(y=y, x="ci_high:Q",
                                                                    text=alt.Text("value:Q", format=".4g"))
-    return (bars + whisk + text).properties(height=plot_height(len(order)))
+    return svg((bars + whisk + text).properties(height=plot_height(len(order))))
 
 
 def score_heatmap(long: pd.DataFrame, models: list, columns: list, title: str = "") -> alt.LayerChart:
     """Models x columns: colour = place within the column (1 = best, direction-aware), text = value."""
     sel = alt.selection_point(name="cell", fields=["entry", "col"], on="click")
     x = alt.X("column:N", sort=columns, title=None,
-              axis=alt.Axis(orient="top", labelAngle=-25, labelLimit=0, labelFontSize=12))
+              axis=alt.Axis(orient="top", labelAngle=-30, labelLimit=0, labelOverlap=False, labelFontSize=12,
+                            labelAlign="left"))
     y = _y("model", models)
     tooltip = ["model:N", "column:N", alt.Tooltip("value:Q", format=".4g"), alt.Tooltip("ci_low:Q", format=".4g"),
                alt.Tooltip("ci_high:Q", format=".4g"), "rank:Q"]
@@ -75,9 +84,9 @@ def score_heatmap(long: pd.DataFrame, models: list, columns: list, title: str = 
                         legend=alt.Legend(title="within column", values=[0, 1], labelExpr="datum.value ? 'best' : "
                                                                                              "'worst'"))).add_params(sel)
     text = base.mark_text(fontSize=11).encode(
-        x=x, y=y, text=alt.Text("value:Q", format=".3~g"),
+        x=x, y=y, text="text:N",
         color=alt.condition("datum.goodness > 0.6", alt.value("white"), alt.value("black")))
-    return (rect + text).properties(height=plot_height(len(models)))
+    return svg((rect + text).properties(height=plot_height(len(models))))
 
 
 def breakdown_heatmap(frame: pd.DataFrame, title: str = "") -> alt.LayerChart:
@@ -85,8 +94,8 @@ def breakdown_heatmap(frame: pd.DataFrame, title: str = "") -> alt.LayerChart:
     data = frame.dropna(subset=["value"]).copy()
     groups = sorted(data["group"].unique(), key=_natural)
     models = list(dict.fromkeys(data["model"]))
-    y = alt.Y("group:N", sort=groups, title=None, axis=alt.Axis(labelLimit=0, labelFontSize=11))
-    x = alt.X("model:N", sort=models, title=None, axis=alt.Axis(orient="top", labelAngle=-25, labelLimit=0))
+    y = alt.Y("group:N", sort=groups, title=None, axis=alt.Axis(labelLimit=0, labelOverlap=False, labelFontSize=11))
+    x = alt.X("model:N", sort=models, title=None, axis=alt.Axis(orient="top", labelAngle=-25, labelLimit=0, labelOverlap=False))
     tooltip = ["group:N", "model:N", alt.Tooltip("value:Q", format=".4g"), alt.Tooltip("ci_low:Q", format=".4g"),
                alt.Tooltip("ci_high:Q", format=".4g"), "n:Q"]
     base = alt.Chart(data, title=title)
@@ -94,7 +103,7 @@ def breakdown_heatmap(frame: pd.DataFrame, title: str = "") -> alt.LayerChart:
                                                  color=alt.Color("value:Q", scale=alt.Scale(scheme="viridis")))
     text = base.mark_text(fontSize=10).encode(x=x, y=y, text=alt.Text("value:Q", format=".3~g"),
                                               color=alt.value("white"))
-    return (rect + text).properties(height=plot_height(len(groups), DENSE_ROW))
+    return svg((rect + text).properties(height=plot_height(len(groups), DENSE_ROW)))
 
 
 def breakdown_dots(frame: pd.DataFrame, title: str = "") -> alt.LayerChart:
@@ -103,7 +112,7 @@ def breakdown_dots(frame: pd.DataFrame, title: str = "") -> alt.LayerChart:
     data["ci_low"] = data["ci_low"].fillna(data["value"])
     data["ci_high"] = data["ci_high"].fillna(data["value"])
     groups = sorted(data["group"].unique(), key=_natural)
-    y = alt.Y("group:N", title=None, sort=groups, axis=alt.Axis(labelLimit=0))
+    y = alt.Y("group:N", title=None, sort=groups, axis=alt.Axis(labelLimit=0, labelOverlap=False))
     tooltip = ["model:N", "group:N", alt.Tooltip("value:Q", format=".4g"), alt.Tooltip("ci_low:Q", format=".4g"),
                alt.Tooltip("ci_high:Q", format=".4g"), "n:Q"]
     base = alt.Chart(data, title=title)
@@ -111,7 +120,7 @@ def breakdown_dots(frame: pd.DataFrame, title: str = "") -> alt.LayerChart:
     bars = base.mark_rule().encode(y=y, yOffset=off, x=alt.X("ci_low:Q", title="value", scale=alt.Scale(zero=False)),
                                    x2="ci_high:Q", color="model:N", tooltip=tooltip)
     dots = base.mark_point(filled=True).encode(y=y, yOffset=off, x="value:Q", color="model:N", tooltip=tooltip)
-    return (bars + dots).properties(height=plot_height(len(groups) * max(1, data["model"].nunique())))
+    return svg((bars + dots).properties(height=plot_height(len(groups) * max(1, data["model"].nunique()))))
 
 
 def heatmap(matrix: pd.DataFrame, title: str, value_format: str = ".2f", scheme: str = "redblue") -> alt.LayerChart:
@@ -120,14 +129,14 @@ def heatmap(matrix: pd.DataFrame, title: str, value_format: str = ".2f", scheme:
     long = matrix.reset_index(names="model").melt(id_vars="model", var_name="opponent", value_name="value")
     long = long.dropna(subset=["value"])
     x = alt.X("opponent:N", sort=order, title="opponent (column)",
-              axis=alt.Axis(orient="top", labelAngle=-35, labelLimit=0))
+              axis=alt.Axis(orient="top", labelAngle=-35, labelLimit=0, labelOverlap=False))
     y = _y("model", order, "model (row)")
     base = alt.Chart(long, title=title)
     rect = base.mark_rect(stroke="white").encode(x=x, y=y, color=alt.Color("value:Q", scale=alt.Scale(scheme=scheme)),
                                                  tooltip=["model:N", "opponent:N",
                                                           alt.Tooltip("value:Q", format=value_format)])
     text = base.mark_text(fontSize=11).encode(x=x, y=y, text=alt.Text("value:Q", format=value_format))
-    return (rect + text).properties(height=plot_height(len(order), 34))
+    return svg((rect + text).properties(height=plot_height(len(order), 34)))
 
 
 def _natural(s: str):

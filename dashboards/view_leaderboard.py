@@ -76,14 +76,14 @@ def grid_config(lb: board.Leaderboard) -> dict:
                                                    help="overall columns this model has results in"),
            tables.OVERALL: st.column_config.NumberColumn("overall ↑", format="%.3f",
                                                          help="mean win rate within the coverage group"),
-           "overall CI": st.column_config.TextColumn("overall 95% CI", width="small")}
+           "overall CI": st.column_config.TextColumn("overall 95% CI", width=118)}
     for c, head in lb.headers.items():
         digits = tables._digits(list(lb.values[c].dropna()))
         hib = lb.higher_is_better.get(c, True)
         cfg[head] = st.column_config.NumberColumn(head, format=f"%.{digits}f",
                                                   help=f"{lb.metric_for[c]}: {'higher' if hib else 'lower'} is "
                                                        f"better. Click a cell for that model's samples.")
-        cfg[f"{lb.column_labels[c]} CI"] = st.column_config.TextColumn(f"{lb.column_labels[c]} CI", width="small")
+        cfg[f"{lb.column_labels[c]} CI"] = st.column_config.TextColumn(f"{lb.column_labels[c]} CI", width=118)
     return cfg
 
 
@@ -124,7 +124,8 @@ def render(store, filters: tables.Filters) -> None:
     ss["_lb_where"] = {lb.headers[c]: c for c in lb.headers} | {f"{lb.column_labels[c]} CI": c for c in lb.headers}
     grid = lb.grid.rename(columns={"rank": "#"})
     st.dataframe(grid, hide_index=True, key=GRID_KEY, width="stretch", column_config=grid_config(lb),
-                 height=min(35 * (len(grid) + 1) + 3, 900), on_select=_on_grid_select, selection_mode="single-cell")
+                 height=min(35 * (len(grid) + 1) + 3, 900), on_select=_on_grid_select, selection_mode="single-cell",
+                 placeholder="–")
     st.caption(ranking.RANKING_RULE.format(weighting="weighted by their items" if weighting == "items"
                                            else "equally"))
     st.caption(tables.TIE_RULE)
