@@ -14,8 +14,9 @@ import sys
 
 import streamlit as st
 
-from evalkit.dashboards import tables
-from evalkit.dashboards.data import ResultsStore
+from evalkit.dashboards import tables, urlstate
+from evalkit.dashboards.store import ResultsStore
+from evalkit.dashboards.urlstate import choose
 
 RESULTS_ENV = "EVALKIT_DASHBOARD_RESULTS"
 BATTLES_ENV = "EVALKIT_DASHBOARD_BATTLES"
@@ -38,15 +39,17 @@ def get_store(results: str, battles: tuple) -> ResultsStore:
 
 
 def sidebar_filters(cells) -> tables.Filters:
-    """Task family, backend, tag and date filters (apply to the leaderboard and task views)."""
+    """Task family, backend, tag, model and date filters (apply to the leaderboard and task views)."""
     sb = st.sidebar
     sb.subheader("Filters")
-    fams = sb.multiselect("Task family", sorted(cells["family"].dropna().unique()), key="f_family",
-                          help="empty = all")
-    backends = sb.multiselect("Backend", sorted(cells["backend"].dropna().unique()), key="f_backend",
-                              help="empty = all")
+    fams = choose(sb, "multiselect", "Task family", sorted(cells["family"].dropna().unique()), "f_family",
+                  help="empty = all")
+    backends = choose(sb, "multiselect", "Backend", sorted(cells["backend"].dropna().unique()), "f_backend",
+                      help="empty = all")
     all_tags = sorted({t for ts in cells["tags"] for t in (ts or ())})
-    tags = sb.multiselect("Tag", all_tags, key="f_tag", help="runs with any of these tags; empty = all")
+    tags = choose(sb, "multiselect", "Tag", all_tags, "f_tag", help="runs with any of these tags; empty = all")
+    models = choose(sb, "multiselect", "Models", sorted(cells["label"].dropna().unique()), "f_models",
+                    help="rows to show; empty = all")
     dates = cells["created_at"].dropna()
     since = until = None
     if len(dates):
@@ -56,7 +59,7 @@ def sidebar_filters(cells) -> tables.Filters:
             since, until = picked
     latest = sb.checkbox("Newest run per cell only", value=True, key="f_latest",
                          help="several runs can fill one model x column cell; off = every run (task view)")
-    return tables.Filters(fams or None, backends or None, tags or None, since, until, latest)
+    return tables.Filters(fams or None, backends or None, tags or None, since, until, latest, models or None)
 
 
 def main() -> None:
@@ -64,11 +67,19 @@ def main() -> None:
     results, battles = settings()
     store = get_store(results, battles)
     store.refresh()
+    urlstate.sync_in()
     st.sidebar.title("evalkit")
-    view = st.sidebar.radio("View", VIEWS, key="view")
+    view = choose(st.sidebar, "radio", "View", VIEWS, "view", default="Leaderboard")
     st.sidebar.caption(f"results: `{results}`" + (f" · battles: {len(battles)} file(s)" if battles else ""))
     for where, err in sorted(store.errors.items()):
         st.sidebar.warning(f"skipped {where}: {err}")
+    try:
+        render(store, view, results)
+    finally:
+        urlstate.sync_out()
+
+
+def render(store, view: str, results: str) -> None:
     cells = store.cells()
     if view == "Arena":
         from evalkit.dashboards import view_arena

@@ -14,7 +14,7 @@ from typing import Optional
 import pandas as pd
 
 from evalkit.compare import CompareOptions, Comparison, compare_runs
-from evalkit.compare.report import HEAD, _level, _row_cells, power_lines
+from evalkit.compare.report import HEAD, confidence_level, power_lines, row_cells
 
 from .data import ARENA_TASK, HIDDEN
 
@@ -35,8 +35,8 @@ def compare(store, baseline_id: str, candidate_id: str, opts: Optional[CompareOp
 
 def comparison_frame(c: Comparison) -> pd.DataFrame:
     """The CLI report's table: one row per task x metric; [0,1] metrics in points."""
-    head = [h.format(level=_level(c)) for h in HEAD]
-    rows = [_row_cells(r) for r in c.rows]
+    head = [h.format(level=confidence_level(c)) for h in HEAD]
+    rows = [row_cells(r) for r in c.rows]
     frame = pd.DataFrame(rows, columns=head)
     frame["primary"] = [r.primary for r in c.rows]
     return frame
@@ -46,7 +46,8 @@ def comparison_text(c: Comparison) -> dict:
     """Definitions, notes and power lines printed around the table."""
     o = c.options
     corr = {"holm": "Holm", "bh": "Benjamini–Hochberg", "none": "no"}.get(o.correction, o.correction)
-    return {"definition": (f"diff = candidate − baseline ([0,1] metrics in points); {_level(c)}% CI; one-sided tests "
+    level = confidence_level(c)
+    return {"definition": (f"diff = candidate − baseline ([0,1] metrics in points); {level}% CI; one-sided tests "
                            f"at alpha {o.alpha:g} with the {corr} correction across {c.n_primary} primary tests (*); "
                            f"regressed = significantly worse by more than the margin ({o.margin:g})."),
             "notes": list(c.notes), "power": power_lines(c),

@@ -7,14 +7,13 @@ Rules (also shown on the page):
   and every following model whose 95% CI overlaps the *leader's* CI shares the leader's rank; the
   first one that does not overlap starts the next group, ranked by its position (1, 1, 3, ...).
   A value without a CI is its own one-point interval.
-- **Overall**: mean win rate (as in HELM): in each shown column, the share of the other models
-  with a value there that this model beats (ties count half), averaged over the shown columns
-  where it has a value; columns with a single model do not count.
+- **Overall**: see ``ranking`` (coverage groups, mean win rate within a group, bootstrap CI, the
+  same tie rule); ``board`` builds the table.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
@@ -23,10 +22,8 @@ import pandas as pd
 TIE_RULE = ("Ranks: per column, sorted best first, a model shares the rank of its group's leader while its "
             "95% CI overlaps the leader's CI; the first model that does not overlap leads the next group "
             "and takes its position as rank (1, 1, 3 …). '=' marks a shared rank.")
-OVERALL_RULE = ("Overall = mean win rate (HELM's aggregate): in each shown column, the share of the other models "
-                "with a value there that this model beats (ties count ½), averaged over the shown columns where "
-                "it has a value; columns with one model don't count. It is not a statistical test; 'cols' says "
-                "how many columns it averages.")
+OVERALL_RULE = ("Overall = mean win rate (HELM's aggregate), computed only among models that cover the same "
+                "overall columns (the coverage column), with a bootstrap 95% CI; see the ranking rule below.")
 OVERALL = "overall"
 
 
@@ -98,6 +95,7 @@ class Filters:
     since: Optional[object] = None        # date or Timestamp, inclusive
     until: Optional[object] = None        # inclusive (the whole day)
     latest_only: bool = True
+    models: Optional[Sequence[str]] = None    # row labels; None = all
 
 
 def _utc(t) -> pd.Timestamp:
@@ -114,6 +112,8 @@ def filter_cells(cells: pd.DataFrame, f: Filters) -> pd.DataFrame:
     if f.tags:
         wanted = set(f.tags)
         keep &= cells["tags"].map(lambda t: bool(wanted & set(t or ())))
+    if f.models:
+        keep &= cells["label"].isin(list(f.models))
     if f.since is not None:
         keep &= cells["created_at"] >= _utc(f.since)
     if f.until is not None:
@@ -146,90 +146,10 @@ def default_metric(cells: pd.DataFrame, col: str) -> Optional[str]:
     return str(grp.sort_values("metric_order", kind="stable")["metric"].iloc[0])
 
 
-@dataclass
-class Leaderboard:
-    display: pd.DataFrame                     # strings, one row per model, shown as is
-    values: pd.DataFrame                      # numbers behind it (value per column, overall)
-    ranks: pd.DataFrame                       # tie-aware rank per column
-    cells: pd.DataFrame                       # the chosen cells (one per model x column), with run ids
-    column_labels: dict                       # col id -> shown label
-    notes: list = field(default_factory=list)
-
-
-def build_leaderboard(cells: pd.DataFrame, metric_for: Optional[dict] = None, cols: Optional[Sequence[str]] = None,
-                      sort_by: str = OVERALL, best_first: bool = True) -> Leaderboard:
-    """Models x columns. ``metric_for``: col id -> metric (default: the record's first metric);
-    ``cols``: the columns to show (default all); ``sort_by``: a col id or ``"overall"``."""
-    metric_for = dict(metric_for or {})
-    meta = columns(cells)
-    all_cols = list(meta["col"])
-    cols = [c for c in (cols if cols is not None else all_cols) if c in all_cols]
-    chosen = []
-    for c in cols:
-        metric = metric_for.get(c) or default_metric(cells, c)
-        sel = cells[(cells["col"] == c) & (cells["metric"] == metric)]
-        sel = sel.sort_values("created_at", ascending=False, kind="stable").drop_duplicates("entry")
-        chosen.append(sel)
-    pick = pd.concat(chosen) if chosen else cells.iloc[0:0]
-    entries = list(dict.fromkeys(pick["entry"])) if len(pick) else []
-    label_of = dict(zip(pick["entry"], pick["label"]))
-    labels = {c: meta.set_index("col").loc[c, "col_label"] for c in cols}
-    values = pd.DataFrame(index=entries, columns=cols, dtype=float)
-    ranks = pd.DataFrame(index=entries, columns=cols, dtype=float)
-    shared = pd.DataFrame(False, index=entries, columns=cols)
-    display = pd.DataFrame(index=entries, columns=cols, dtype=object)
-    wins = pd.DataFrame(index=entries, columns=cols, dtype=float)
-    hib_of = {}
-    for c in cols:
-        sel = pick[pick["col"] == c].set_index("entry")
-        if not len(sel):
-            continue
-        hib = bool(sel["higher_is_better"].iloc[0])
-        hib_of[c] = hib
-        r = tied_ranks(sel["value"], sel["ci_low"], sel["ci_high"], hib)
-        counts = r.value_counts()
-        digits = _digits(list(sel["value"]) + list(sel["ci_low"]) + list(sel["ci_high"]))
-        values.loc[sel.index, c] = sel["value"].astype(float)
-        ranks.loc[sel.index, c] = r
-        wins.loc[sel.index, c] = win_rates(sel["value"], hib)
-        for e, row in sel.iterrows():
-            tie = not pd.isna(r[e]) and counts.get(r[e], 0) > 1
-            shared.loc[e, c] = tie
-            display.loc[e, c] = cell_text(row["value"], row["ci_low"], row["ci_high"], row["n"],
-                                          None if pd.isna(r[e]) else int(r[e]), tie, digits)
-    overall = wins.mean(axis=1, skipna=True)
-    ncols = wins.notna().sum(axis=1)
-    values[OVERALL] = overall
-    if sort_by == OVERALL or sort_by not in cols:
-        key = overall
-        hib = True
-    else:
-        key, hib = values[sort_by], hib_of.get(sort_by, True)
-    ascending = (not hib) if best_first else hib
-    order = key.sort_values(ascending=ascending, na_position="last", kind="stable").index
-    if sort_by == OVERALL or sort_by not in cols:
-        rank_col = overall.rank(ascending=False, method="min")
-    else:
-        rank_col = ranks[sort_by]
-    out = pd.DataFrame({"rank": [_rank_text(rank_col.get(e), rank_col) for e in order],
-                        "model": [label_of[e] for e in order],
-                        OVERALL: [f"{fmt(overall[e], 3)} ({int(ncols[e])} cols)" if ncols[e] else "–"
-                                  for e in order]}, index=range(len(order)))
-    for c in cols:
-        out[labels[c]] = [display.loc[e, c] if isinstance(display.loc[e, c], str) else "–" for e in order]
-    notes = [n for n in meta.set_index("col").loc[cols, "col_note"].dropna().unique()] if cols else []
-    superseded = cells[(cells["col"].isin(cols)) & (cells.get("n_runs", 1) > 1)] if "n_runs" in cells else []
-    if len(superseded):
-        notes.append(f"{superseded.drop_duplicates(['entry', 'col'])['entry'].size} cells have several runs; "
-                     f"the newest is shown (see Provenance)")
-    return Leaderboard(out, values.loc[order], ranks.loc[order], pick, labels, notes)
-
-
-def _rank_text(r, col: pd.Series) -> str:
-    if r is None or pd.isna(r):
-        return "–"
-    tie = (col == r).sum() > 1
-    return f"{int(r)}{'=' if tie else ''}"
+def build_leaderboard(*args, **kwargs):
+    """``board.build_leaderboard`` (kept here for callers of the original module)."""
+    from .board import build_leaderboard as build
+    return build(*args, **kwargs)
 
 
 # ---- provenance -----------------------------------------------------------------------------------

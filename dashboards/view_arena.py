@@ -18,14 +18,19 @@ def render(store) -> None:
     run_id = st.selectbox("Arena", list(titles), format_func=titles.get, key="arena_run")
     b = next(x for x in boards if x.run_id == run_id)
     st.altair_chart(charts.ci_dots(b.ratings.assign(n=b.ratings["n_battles"]), "model", "rating",
-                                   title=f"{b.method.upper()} rating (95% bootstrap CI)"), key="arena_chart")
-    st.dataframe(b.ratings, hide_index=True, key="arena_table")
+                                   title=f"{b.method.upper()} rating (95% bootstrap CI)"), key="arena_chart",
+                    width="stretch")
+    st.dataframe(b.ratings, hide_index=True, key="arena_table", column_config={
+        "model": st.column_config.TextColumn("model", pinned=True),
+        "rating": st.column_config.NumberColumn("rating ↑", format="%.1f"),
+        "ci_low": st.column_config.NumberColumn("CI low", format="%.1f"),
+        "ci_high": st.column_config.NumberColumn("CI high", format="%.1f")})
     st.caption("rank = 1 + the number of models whose CI lower bound is above this model's upper bound "
                "(LMArena's rule), so models with overlapping intervals can share a place.")
-    left, right = st.columns(2)
-    left.altair_chart(charts.heatmap(b.win_rate, "Win rate of row over column (decisive battles)"),
-                      key="arena_winrate")
-    right.altair_chart(charts.heatmap(b.battle_count, "Battles per pair", ".0f", "blues"), key="arena_counts")
+    st.altair_chart(charts.heatmap(b.win_rate, "Win rate of row over column (decisive battles)"),
+                    key="arena_winrate", width="stretch")
+    st.altair_chart(charts.heatmap(b.battle_count, "Battles per pair", ".0f", "blues"), key="arena_counts",
+                    width="stretch")
     if b.judge:
         st.subheader("Judge reliability")
         st.caption("parse failures: judgments whose verdict could not be read; swap disagreement: share of "

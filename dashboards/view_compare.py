@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from evalkit.compare import CompareOptions, NotComparable
-from evalkit.dashboards import pairs
+from evalkit.dashboards import pairs, samples
 
 
 @st.cache_data(show_spinner="Running the paired comparison…", max_entries=32)
@@ -13,6 +13,19 @@ def _cached(_store, version: int, base: str, cand: str, opts: dict):
     c = pairs.compare(_store, base, cand, CompareOptions(**opts))
     return (pairs.comparison_frame(c), pairs.comparison_text(c), pairs.flipped_items(_store, c, base, cand),
             {t: {k: f[k] for k in ("metric", "n_right_to_wrong", "n_wrong_to_right")} for t, f in c.flips.items()})
+
+
+def bad_lines(store, run_ids, tasks) -> list[str]:
+    """The bad lines of the samples files a comparison reads (file and line)."""
+    out = []
+    for run_id in run_ids:
+        rec = store.record(run_id)
+        for task in tasks:
+            try:
+                out += samples.read_samples(samples.samples_path(rec, task))[1]
+            except OSError as e:
+                out.append(f"{samples.samples_path(rec, task)}: {e}")
+    return out
 
 
 def default_pair(store, runs) -> tuple[int, int]:
@@ -64,6 +77,11 @@ def render(store) -> None:
         frame, text, flips, counts = _cached(store, store.version, base, cand, opts)
     except NotComparable as e:
         st.error(f"Not comparable: {e} (the Options above have the same switches)")
+        return
+    except (ValueError, KeyError, TypeError, OSError) as e:          # a broken samples file, a bad field
+        bad = bad_lines(store, (base, cand), tasks)
+        st.error("The comparison cannot be computed: " + ("; ".join(bad) if bad else f"{type(e).__name__}: {e}")
+                 + ". Fix or re-write the file (the leaderboard and task views skip bad lines).")
         return
     (st.error if text["exit_code"] else st.success)(
         f"{text['verdict']} (the CLI would exit {text['exit_code']})")

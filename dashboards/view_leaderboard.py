@@ -1,10 +1,16 @@
-"""Leaderboard page: models x columns (value [95% CI] n=…, tie-aware rank), the overall column,
-sorting, a column chooser, per-column metric choice, provenance of every cell, judge figures."""
+"""Leaderboard page: a numeric, sortable models x columns grid (metric and ↑/↓ in each header, CIs in
+their own columns, the model column pinned; a click on a cell opens that model's samples of that
+task), the honest overall (coverage groups, bootstrap CI), a models x tasks heatmap, per-task bars with
+CI whiskers, the cells as text, provenance of every cell and judge figures."""
 from __future__ import annotations
 
 import streamlit as st
 
-from evalkit.dashboards import tables
+from evalkit.dashboards import board, charts, ranking, tables
+from evalkit.dashboards.urlstate import choose
+
+GRID_KEY = "lb_grid"
+HEAT_KEY = "lb_heat"
 
 
 def metric_key(col: str) -> str:
@@ -19,6 +25,68 @@ def chosen_metric(cells, col: str) -> str:
     return picked if picked in options else tables.default_metric(cells, col)
 
 
+def open_samples(entry: str, col: str) -> None:
+    """Go to the task view on ``col`` with the samples of ``entry``'s run (a cell click)."""
+    ss = st.session_state
+    lb = ss.get("_lb_cells")
+    if lb is None:
+        return
+    hit = lb[(lb["entry"] == entry) & (lb["col"] == col)]
+    if not len(hit):
+        return
+    ss["view"] = "Task"
+    ss["task_col"] = col
+    ss["sample_run"] = str(hit["run_id"].iloc[0])
+    ss.pop("sample_doc", None)
+    ss["sample_failures"] = False
+
+
+def _on_grid_select() -> None:
+    ss = st.session_state
+    sel = (ss.get(GRID_KEY) or {}).get("selection", {}) if isinstance(ss.get(GRID_KEY), dict) else \
+        getattr(getattr(ss.get(GRID_KEY), "selection", None), "__dict__", {})
+    cells = sel.get("cells") if isinstance(sel, dict) else None
+    if not cells:
+        return
+    row, column = cells[0][0], cells[0][1]
+    where = ss.get("_lb_where", {})
+    entries = ss.get("_lb_entries", [])
+    col = where.get(column)
+    if col is not None and 0 <= int(row) < len(entries):
+        open_samples(entries[int(row)], col)
+
+
+def _on_heat_select() -> None:
+    ss = st.session_state
+    state = ss.get(HEAT_KEY)
+    try:
+        points = state["selection"]["cell"]
+    except (KeyError, TypeError):
+        return
+    if points:
+        open_samples(points[0].get("entry"), points[0].get("col"))
+
+
+def grid_config(lb: board.Leaderboard) -> dict:
+    cfg = {"#": st.column_config.NumberColumn("#", format="%d", width="small",
+                                              help="rank; '=' in the next column: shares it (CIs overlap)"),
+           "tie": st.column_config.TextColumn("", width=28),
+           "model": st.column_config.TextColumn("model", pinned=True),
+           "coverage": st.column_config.TextColumn("coverage", width="small",
+                                                   help="overall columns this model has results in"),
+           tables.OVERALL: st.column_config.NumberColumn("overall ↑", format="%.3f",
+                                                         help="mean win rate within the coverage group"),
+           "overall CI": st.column_config.TextColumn("overall 95% CI", width=118)}
+    for c, head in lb.headers.items():
+        digits = tables._digits(list(lb.values[c].dropna()))
+        hib = lb.higher_is_better.get(c, True)
+        cfg[head] = st.column_config.NumberColumn(head, format=f"%.{digits}f",
+                                                  help=f"{lb.metric_for[c]}: {'higher' if hib else 'lower'} is "
+                                                       f"better. Click a cell for that model's samples.")
+        cfg[f"{lb.column_labels[c]} CI"] = st.column_config.TextColumn(f"{lb.column_labels[c]} CI", width=118)
+    return cfg
+
+
 def render(store, filters: tables.Filters) -> None:
     st.title("Leaderboard")
     cells = tables.filter_cells(store.cells(), filters)
@@ -27,34 +95,69 @@ def render(store, filters: tables.Filters) -> None:
         return
     meta = tables.columns(cells)
     label = dict(zip(meta["col"], meta["col_label"]))
-    picked = st.multiselect("Columns", list(meta["col"]), format_func=label.get, key="lb_columns",
-                            placeholder="all columns",
-                            help="column = task x task version x prompt hash; empty = all columns")
+    picked = choose(st, "multiselect", "Columns", list(meta["col"]), "lb_columns", format_func=label.get,
+                    placeholder="all columns", help="column = task x task version x prompt hash; empty = all columns")
     shown = picked or list(meta["col"])
     with st.expander("Metric per column"):
         for _, c in meta[meta["col"].isin(shown)].iterrows():
             current = chosen_metric(cells, c["col"])
             st.selectbox(c["col_label"], c["metrics"], index=c["metrics"].index(current), key=metric_key(c["col"]))
-    left, right = st.columns([3, 1])
-    sort_by = left.selectbox("Sort by", [tables.OVERALL] + shown, key="lb_sort",
-                             format_func=lambda c: "overall (mean win rate)" if c == tables.OVERALL else label[c])
-    best_first = right.toggle("Best first", value=True, key="lb_best_first")
     metric_for = {c: chosen_metric(cells, c) for c in shown}
-    lb = tables.build_leaderboard(cells, metric_for, shown, sort_by, best_first)
+    left, mid, right = st.columns([3, 3, 1])
+    sort_by = choose(left, "selectbox", "Sort by", [tables.OVERALL] + shown, "lb_sort", default=tables.OVERALL,
+                     format_func=lambda c: "overall (coverage, then mean win rate)" if c == tables.OVERALL
+                     else label[c])
+    over = choose(mid, "multiselect", "Overall over columns", shown, "lb_overall", format_func=label.get,
+                  placeholder="the columns most models share",
+                  help="the overall ranks models only against models with results in the same of these columns")
+    weighting = choose(right, "radio", "Weights", list(ranking.WEIGHTS), "lb_weight", default="equal",
+                       help="items: each column weighs its number of items")
+    best_first = st.toggle("Best first", value=True, key="lb_best_first")
+    lb = board.build_leaderboard(cells, metric_for, shown, sort_by, best_first, over or None, weighting)
     n_models, n_runs = len(lb.display), cells["run_id"].nunique()
-    st.caption(f"{n_models} models · {len(shown)} columns · {n_runs} runs · cells: value [95% CI] n=items #rank "
-               f"(metric per column: " + ", ".join(f"{label[c]}: {m}" for c, m in metric_for.items()) + ")")
-    st.dataframe(lb.display, hide_index=True, key="leaderboard", width="stretch",
-                 height=min(36 * (len(lb.display) + 1) + 24, 900))
+    st.caption(f"{n_models} models · {len(shown)} columns · {n_runs} runs · overall over "
+               f"{len(lb.overall_cols)} column(s): " + ", ".join(label[c] for c in lb.overall_cols)
+               + ("" if over else " (the columns most models share)"))
+    ss = st.session_state
+    ss["_lb_cells"] = lb.cells[["entry", "col", "run_id"]].copy()
+    ss["_lb_entries"] = list(lb.entries)
+    ss["_lb_where"] = {lb.headers[c]: c for c in lb.headers} | {f"{lb.column_labels[c]} CI": c for c in lb.headers}
+    grid = lb.grid.rename(columns={"rank": "#"})
+    st.dataframe(grid, hide_index=True, key=GRID_KEY, width="stretch", column_config=grid_config(lb),
+                 height=min(35 * (len(grid) + 1) + 3, 900), on_select=_on_grid_select, selection_mode="single-cell",
+                 placeholder="–")
+    st.caption(ranking.RANKING_RULE.format(weighting="weighted by their items" if weighting == "items"
+                                           else "equally"))
     st.caption(tables.TIE_RULE)
-    st.caption(tables.OVERALL_RULE)
     for note in lb.notes:
         st.info(note)
+    render_pictures(lb)
+    with st.expander("Cells as text: value [95% CI] n=items #rank"):
+        st.dataframe(lb.display, hide_index=True, key="leaderboard", width="stretch")
+        st.caption(tables.OVERALL_RULE)
     render_provenance(store, lb)
     render_judges(store)
 
 
-def render_provenance(store, lb: tables.Leaderboard) -> None:
+def render_pictures(lb: board.Leaderboard) -> None:
+    heat = board.heat_frame(lb)
+    if not len(heat):
+        return
+    st.subheader("Models × tasks")
+    models = list(dict.fromkeys(lb.display["model"]))
+    st.altair_chart(charts.score_heatmap(heat, models, list(lb.headers.values()),
+                                         "colour: place within the column (direction-aware); click a cell for "
+                                         "its samples"),
+                    key=HEAT_KEY, on_select=_on_heat_select, selection_mode="cell", width="stretch")
+    cols = list(lb.headers)
+    label = lb.column_labels
+    col = choose(st, "selectbox", "Bars for column", cols, "lb_bars", format_func=label.get)
+    part = heat[heat["col"] == col]
+    st.altair_chart(charts.ci_bars(part, "model", f"{lb.headers[col]} (95% CI)", lb.higher_is_better.get(col, True),
+                                   lb.metric_for[col]), key="lb_bars_chart", width="stretch")
+
+
+def render_provenance(store, lb) -> None:
     st.subheader("Provenance")
     prov = tables.provenance(store, lb.cells)
     if not len(prov):
@@ -80,3 +183,4 @@ def render_judges(store) -> None:
     st.caption("parse failures: judgments whose verdict could not be read (after retries); swap disagreement: "
                "share of pairs judged in both orders whose verdicts disagree (counted as a tie)")
     st.dataframe(figs, hide_index=True, key="judges")
+

@@ -1,16 +1,19 @@
-"""Task page: one column's models with 95% CI error bars, its breakdowns (MMLU subjects and
-categories, MATH levels, MT-Bench categories and turns) and the sample browser (prompt, response,
-extracted answer, target, per-sample metrics; failures only; long outputs in full)."""
+"""Task page: one column's models as bars with 95% CI whiskers, its breakdowns as heatmaps (MMLU
+subjects, MATH levels, MT-Bench categories and turns) and the sample browser: the question (few-shot
+examples folded), the answer, the extracted answer, the target and the metrics, and for one item every
+model's answer side by side. Bad sample lines are skipped with a warning naming file and line."""
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from evalkit.dashboards import charts, data, tables
-from evalkit.dashboards.view_leaderboard import chosen_metric, metric_key
+from evalkit.dashboards import charts, samples as dsamples, tables
+from evalkit.dashboards.urlstate import choose, metric_key as task_metric_key
+from evalkit.dashboards.view_leaderboard import chosen_metric
 
 PAGE_SIZE = 50
 CLIP = 160
+SIDE_BY_SIDE = 4          # answers per row in "every model on this item"
 
 
 def render(store, filters: tables.Filters) -> None:
@@ -21,10 +24,9 @@ def render(store, filters: tables.Filters) -> None:
         st.info("No results match the filters.")
         return
     label = dict(zip(meta["col"], meta["col_label"]))
-    col = st.selectbox("Column", list(meta["col"]), format_func=label.get, key="task_col")
+    col = choose(st, "selectbox", "Column", list(meta["col"]), "task_col", format_func=label.get)
     metrics = meta.set_index("col").loc[col, "metrics"]
-    current = chosen_metric(cells, col)
-    metric = st.selectbox("Metric", metrics, index=metrics.index(current), key=f"task_{metric_key(col)}")
+    metric = choose(st, "selectbox", "Metric", metrics, task_metric_key(col), default=chosen_metric(cells, col))
     sel = cells[(cells["col"] == col) & (cells["metric"] == metric)].copy()
     note = meta.set_index("col").loc[col, "col_note"]
     if isinstance(note, str):
@@ -33,13 +35,18 @@ def render(store, filters: tables.Filters) -> None:
     sel["rank"] = tables.tied_ranks(sel["value"].to_numpy(), sel["ci_low"].to_numpy(), sel["ci_high"].to_numpy(),
                                     hib).to_numpy()
     sel["model"] = sel["label"] + ("" if filters.latest_only else " · " + sel["run_id"].str[-6:])
-    st.altair_chart(charts.ci_dots(sel, "model", title=f"{label[col]}: {metric} (95% CI)", higher_is_better=hib),
-                    key="task_chart")
+    arrow = "↑" if hib else "↓"
+    st.altair_chart(charts.ci_bars(sel, "model", f"{label[col]}: {metric} {arrow} (95% CI)", hib, metric),
+                    key="task_chart", width="stretch")
     st.caption(("higher is better" if hib else "lower is better") + " · " + tables.TIE_RULE)
-    table = sel.sort_values("rank")[["rank", "model", "value", "ci_low", "ci_high", "n", "run_id"]]
-    st.dataframe(table, hide_index=True, key="task_table")
+    table = sel.sort_values(["rank", "value"], ascending=[True, not hib])[
+        ["rank", "model", "value", "ci_low", "ci_high", "n", "run_id"]]
+    st.dataframe(table, hide_index=True, key="task_table", column_config={
+        "rank": st.column_config.NumberColumn("rank", format="%d"),
+        "model": st.column_config.TextColumn("model", pinned=True),
+        "value": st.column_config.NumberColumn(f"{metric} {arrow}", format="%.4g")})
     render_breakdowns(store, cells, col, metric)
-    render_samples(store, sel, metric, hib)
+    render_samples(store, sel, metric, hib, meta.set_index("col").loc[col, "family"])
 
 
 def render_breakdowns(store, cells, col: str, metric: str) -> None:
@@ -54,26 +61,33 @@ def render_breakdowns(store, cells, col: str, metric: str) -> None:
     base = metric if metric in names else metric.rsplit("_turn", 1)[0]
     bmetric = st.selectbox("Breakdown metric", names, index=names.index(base) if base in names else 0, key="bd_metric")
     part = part[part["metric"] == bmetric]
-    st.altair_chart(charts.breakdown_dots(part, f"{dim}: {bmetric}"), key="bd_chart")
+    st.altair_chart(charts.breakdown_heatmap(part, f"{dim}: {bmetric} ({part['group'].nunique()} groups)"),
+                    key="bd_chart", width="stretch")
     wide = part.assign(cell=[tables.cell_text(v, lo, hi, n) for v, lo, hi, n in
                              zip(part["value"], part["ci_low"], part["ci_high"], part["n"])])
     st.dataframe(wide.pivot_table(index="group", columns="model", values="cell", aggfunc="first"),
                  key="bd_table")
 
 
-def render_samples(store, sel: pd.DataFrame, metric: str, hib: bool) -> None:
+def _warn(frame: pd.DataFrame) -> None:
+    for w in frame.attrs.get("warnings", []):
+        st.warning(w)
+
+
+def render_samples(store, sel: pd.DataFrame, metric: str, hib: bool, family: str) -> None:
     st.subheader("Samples")
     runs = sel.drop_duplicates("run_id")
     choice = dict(zip(runs["run_id"], runs["model"]))
-    run_id = st.selectbox("Run", list(choice), format_func=choice.get, key="sample_run")
+    run_id = choose(st, "selectbox", "Run", list(choice), "sample_run", format_func=choice.get)
     task = sel["task"].iloc[0]
     frame = store.samples(run_id, task)
+    _warn(frame)
     if not len(frame):
         st.info("This run has no samples file for the task.")
         return
     if frame.attrs.get("redacted"):
         st.warning("This task's questions and answers must not be shown; only ids and metrics are listed.")
-    names = data.sample_metrics(frame)
+    names = dsamples.sample_metrics(frame)
     c1, c2, c3 = st.columns([2, 2, 3])
     fmetric = c1.selectbox("Failure metric", names or ["(none)"],
                            index=names.index(metric) if metric in names else 0,
@@ -82,7 +96,7 @@ def render_samples(store, sel: pd.DataFrame, metric: str, hib: bool) -> None:
     query = c3.text_input("Search prompt / response / target", key="sample_query")
     shown = frame
     if only_fail and names:
-        shown = shown[data.failures(shown, fmetric, hib)]
+        shown = shown[dsamples.failures(shown, fmetric, hib)]
     if query:
         q = query.lower()
         hit = pd.Series(False, index=shown.index)
@@ -98,15 +112,64 @@ def render_samples(store, sel: pd.DataFrame, metric: str, hib: bool) -> None:
     clipped = view[cols].copy()
     for c in ("target", "extracted", "response"):
         clipped[c] = clipped[c].map(lambda s: s if len(str(s)) <= CLIP else str(s)[:CLIP] + "…")
-    st.dataframe(clipped, hide_index=True, key="samples_table")
+    st.dataframe(clipped, hide_index=True, key="samples_table", column_config={
+        f"metric:{m}": st.column_config.NumberColumn(m, format="%.4g") for m in names})
     if not len(view):
         return
-    doc = st.selectbox("Read sample", list(view["doc_id"]), key="sample_doc")
-    row = view[view["doc_id"] == doc].iloc[0]
-    metrics = {m: row[f"metric:{m}"] for m in names}
-    st.markdown(f"**doc {doc}** · target: `{row['target'][:200]}` · extracted: `{row['extracted'][:200]}` · "
-                f"metrics: {metrics}")
-    st.code(row["prompt"] or "(no prompt)", language=None, wrap_lines=True, height=300)
+    docs = list(view["doc_id"])
+    wanted = st.session_state.get("sample_doc")
+    if wanted in set(frame["doc_id"]) and wanted not in docs:
+        docs = [wanted] + docs                       # a deep link to a doc on another page
+    doc = choose(st, "selectbox", "Read sample", docs, "sample_doc")
+    row = frame[frame["doc_id"] == doc].iloc[0]
+    render_sample(row, names, family)
+    render_side_by_side(store, runs, task, doc, choice)
+
+
+def metrics_line(row, names) -> str:
+    return " · ".join(f"{m}: **{dsamples.format_metric(row.get(f'metric:{m}'))}**" for m in names) or "no metrics"
+
+
+def render_sample(row, names, family: str) -> None:
+    st.markdown(f"#### doc `{row['doc_id']}`")
+    st.markdown(metrics_line(row, names))
+    what = "source" if family == "translation" else "question"
+    st.markdown(f"**{what}**")
+    if row["question"]:
+        st.code(row["question"], language=None, wrap_lines=True)
+    else:
+        st.caption(f"(no prompt in this record: it was scored from a predictions file, so the {what} is not stored)")
+    if row["fewshot"]:
+        with st.expander(f"few-shot examples and instructions before the {what} "
+                         f"({row['fewshot'].count(chr(10) + chr(10)) + 1} blocks)"):
+            st.code(row["fewshot"], language=None, wrap_lines=True)
+    left, mid, right = st.columns([3, 1, 1])
     for i, text in enumerate(row["responses"] or [""]):
-        st.markdown(f"response {i + 1} of {row['n_responses']}")
-        st.code(text or "(empty)", language=None, wrap_lines=True)
+        left.markdown(f"**answer** {i + 1} of {row['n_responses']}" if row["n_responses"] > 1 else "**answer**")
+        left.code(text or "(empty)", language=None, wrap_lines=True)
+    mid.markdown("**extracted**")
+    mid.code(row["extracted"] or "(nothing)", language=None, wrap_lines=True)
+    right.markdown("**target**")
+    right.code(row["target"] or "(none)", language=None, wrap_lines=True)
+
+
+def render_side_by_side(store, runs: pd.DataFrame, task: str, doc: str, choice: dict) -> None:
+    if len(runs) < 2:
+        return
+    st.markdown(f"#### every model on doc `{doc}`")
+    found = []
+    for run_id in runs["run_id"]:
+        frame = store.samples(run_id, task)
+        hit = frame[frame["doc_id"] == doc] if len(frame) else frame
+        found.append((choice[run_id], hit.iloc[0] if len(hit) else None, dsamples.sample_metrics(frame)))
+    for start in range(0, len(found), SIDE_BY_SIDE):
+        cols = st.columns(SIDE_BY_SIDE)
+        for box, (model, row, names) in zip(cols, found[start:start + SIDE_BY_SIDE]):
+            box.markdown(f"**{model}**")
+            if row is None:
+                box.caption("(no sample for this doc)")
+                continue
+            box.markdown(metrics_line(row, names))
+            box.code(row["response"] or "(empty)", language=None, wrap_lines=True, height=220)
+            if row["extracted"] and row["extracted"] != row["response"]:
+                box.caption(f"extracted: {row['extracted'][:200]}")

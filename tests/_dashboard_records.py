@@ -114,3 +114,78 @@ def mt_bench_like(out: Path) -> Path:
 
     write_run(out, run, {"mt_bench": []})
     return out
+
+
+def coverage_fixture(out: Path) -> Path:
+    """Five models on up to three tasks, where the naive mean win rate ranks a one-task model first:
+    ``solo-a`` and ``solo-b`` ran only ``task_a`` (and beat everyone there); ``wide-1..3`` ran all three.
+    Metric values with CIs as ``evalkit run`` writes them; per-sample rows so the sample view works."""
+    from evalkit.records import write_run
+
+    def mv(v, n=100):
+        return {"value": v, "stderr": 0.01, "ci_low": v - 0.02, "ci_high": v + 0.02, "n": n, "kind": "mean",
+                "higher_is_better": True}
+
+    scores = {"solo-a": {"task_a": 0.95}, "solo-b": {"task_a": 0.90},
+              "wide-1": {"task_a": 0.70, "task_b": 0.80, "task_c": 0.75},
+              "wide-2": {"task_a": 0.60, "task_b": 0.50, "task_c": 0.55},
+              "wide-3": {"task_a": 0.40, "task_b": 0.30, "task_c": 0.35}}
+    for i, (model, tasks) in enumerate(scores.items()):
+        run = {"schema_version": 1, "run_id": f"cov-{model}", "created_at": f"2026-01-0{i + 1}T00:00:00+00:00",
+               "model": {"name": model, "backend": "hf", "spec": f"hf:{model}", "identity_hash": model},
+               "config": {"tags": ["coverage"]},
+               "tasks": {t: {"version": "1", "prompt_hash": f"p-{t}", "n_docs": 100, "metrics": {"acc": mv(v)}}
+                         for t, v in tasks.items()}}
+        rows = {t: [{"doc_id": str(d), "prompt": f"Q: item {d} of {t}?\nA:", "responses": [f"{model} says {d}"],
+                     "target": str(d), "extracted": str(d), "metrics": {"acc": float(d < 100 * v)}}
+                    for d in range(4)] for t, v in tasks.items()}
+        write_run(out, run, rows)
+    return out
+
+
+SUBJECTS = [f"subject_{i:02d}_{w}" for i, w in enumerate(
+    ("abstract_algebra anatomy astronomy business_ethics clinical_knowledge college_biology college_chemistry "
+     "college_computer_science college_mathematics college_medicine college_physics computer_security "
+     "conceptual_physics econometrics electrical_engineering elementary_mathematics formal_logic global_facts "
+     "high_school_biology high_school_chemistry high_school_computer_science high_school_european_history "
+     "high_school_geography high_school_government_and_politics high_school_macroeconomics high_school_mathematics "
+     "high_school_microeconomics high_school_physics high_school_psychology high_school_statistics "
+     "high_school_us_history high_school_world_history human_aging human_sexuality international_law "
+     "jurisprudence logical_fallacies machine_learning management marketing medical_genetics miscellaneous "
+     "moral_disputes moral_scenarios nutrition philosophy prehistory professional_accounting professional_law "
+     "professional_medicine professional_psychology public_relations security_studies sociology "
+     "us_foreign_policy virology world_religions").split())]
+
+
+def many_models(out: Path, n: int = 16) -> Path:
+    """``n`` models with long, similar names (as on a real leaderboard) on an MMLU-like task with 57 subject
+    breakdowns and two more tasks; deterministic values, CIs from the binomial standard error."""
+    import math
+
+    from evalkit.records import write_run
+
+    def mv(v, items):
+        se = math.sqrt(max(v * (1 - v), 1e-4) / items)
+        return {"value": v, "stderr": se, "ci_low": max(0.0, v - 1.96 * se), "ci_high": min(1.0, v + 1.96 * se),
+                "n": items, "kind": "mean", "higher_is_better": True}
+
+    for i in range(n):
+        name = f"example-org/long-model-family-{7 + i}b-instruct-v{i % 3}.{i}"
+        base = 0.35 + 0.5 * ((i * 7) % n) / n
+        tasks = {"mmlu_like": {"version": "1", "prompt_hash": "mm", "n_docs": 14042, "metrics": {"acc": mv(base, 14042)},
+                               "breakdowns": {f"subject:{s}": {"acc": mv(min(0.99, base * (0.6 + 0.8 * ((j * 13 + i)
+                                                                                                       % 57) / 57)), 100)}
+                                              for j, s in enumerate(SUBJECTS)}},
+                 "gsm8k_like": {"version": "1", "prompt_hash": "gs", "n_docs": 1319,
+                                "metrics": {"exact_match": mv(max(0.02, base - 0.2 + 0.01 * (i % 5)), 1319)}},
+                 "tiny_task": {"version": "1", "prompt_hash": "tt", "n_docs": 3,
+                               "metrics": {"acc": mv([1.0, 0.6667, 0.3333][i % 3], 3)}}}
+        run = {"schema_version": 1, "run_id": f"many-{i:02d}", "created_at": f"2026-02-01T00:{i:02d}:00+00:00",
+               "model": {"name": name, "backend": "hf", "spec": f"hf:{name}", "identity_hash": f"h{i}"},
+               "config": {"tags": ["many"]}, "tasks": tasks}
+        rows = {t: [{"doc_id": str(d), "prompt": f"Q: question {d}?\nA:", "responses": [f"answer {d} by {name}"],
+                     "target": str(d), "extracted": str(d), "metrics": {next(iter(tasks[t]["metrics"])):
+                                                                         float((d + i) % 2)}}
+                    for d in range(3)] for t in tasks}
+        write_run(out, run, rows)
+    return out

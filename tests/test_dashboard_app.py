@@ -92,12 +92,12 @@ def test_leaderboard_view(monkeypatch, results):
     at.multiselect(key="lb_columns").set_value([col])
     rerun(at)
     lb = frame(at, "rank")
-    assert [c for c in lb.columns if c not in ("rank", "model", "overall")] == [label] and len(lb) == 3
+    assert [c for c in lb.columns if c not in ("rank", "model", "overall", "coverage")] == [label] and len(lb) == 3
     at.multiselect(key="lb_columns").set_value([])            # empty = all columns
     at.sidebar.multiselect(key="f_tag").set_value(["wmt"])
     rerun(at)
     lb = frame(at, "rank")
-    assert [c for c in lb.columns if c not in ("rank", "model", "overall")] == ["translation"]
+    assert [c for c in lb.columns if c not in ("rank", "model", "overall", "coverage")] == ["translation"]
     assert set(lb["model"]) == {"newstest2017.uedin-nmt.4722", "newstest2017.online-A.0"}
     assert list(lb["rank"]) == ["1", "2"] and lb["model"].iloc[0] == "newstest2017.uedin-nmt.4722"
 
@@ -126,9 +126,9 @@ def test_task_view_chart_breakdowns_and_samples(monkeypatch, results):
     at.selectbox(key=f"task_metric::{col}").set_value("exact_match_flexible")
     rerun(at)
     spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
-    y = spec["layer"][1]["encoding"]["y"]
-    assert y["sort"] == ["gpt3-175b-verifier", "gpt3-175b-finetuned", "gpt3-6b-finetuned"]
-    assert spec["layer"][0]["mark"]["type"] == "rule" and spec["layer"][0]["encoding"]["x2"]["field"] == "ci_high"
+    rule = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "rule")    # the CI whiskers
+    assert rule["encoding"]["y"]["sort"] == ["gpt3-175b-verifier", "gpt3-175b-finetuned", "gpt3-6b-finetuned"]
+    assert rule["encoding"]["x2"]["field"] == "ci_high"
     table = frame(at, "ci_low")
     assert list(table["rank"]) == [1, 1, 3]
 
@@ -145,8 +145,9 @@ def test_task_view_chart_breakdowns_and_samples(monkeypatch, results):
     rerun(at)
     sols = [json.loads(line) for line in open(recs.SHARED / "gsm8k" / "example_model_solutions.jsonl")][:50]
     codes = [c.value for c in at.code]
-    assert codes[0].rstrip().endswith("Answer:") and len(codes[0]) > 160      # whole prompt, not clipped
-    assert codes[1] == sols[int(doc)]["6b_finetuning"]["solution"]
+    assert codes[0].startswith("Question:") and codes[0].rstrip().endswith("Answer:")   # the question itself
+    assert codes[1].startswith("Question:") and len(codes[1]) > 160        # the few-shot examples, folded
+    assert codes[2] == sols[int(doc)]["6b_finetuning"]["solution"]        # the answer in full
     at.text_input(key="sample_query").input("zzz-no-such-text")
     rerun(at)
     assert "0 samples" in at.number_input(key="sample_page").label
@@ -248,7 +249,7 @@ def test_tiny_model_runs_on_the_leaderboard(monkeypatch, tmp_path_factory, tiny_
     rerun(at)
     lb = frame(at, "rank")
     assert set(lb["model"]) == {"smollm2-135m [max_tokens=16]", "smollm2-135m [max_tokens=4]"}
-    cols = [c for c in lb.columns if c not in ("rank", "model", "overall")]
+    cols = [c for c in lb.columns if c not in ("rank", "model", "overall", "coverage")]
     assert len(cols) == 1 and cols[0].startswith("gsm8k (prompt") and "4 docs" in cols[0]
     assert all(" n=4 #1=" in v for v in lb[cols[0]])                         # one column, two rows, tied
     at.sidebar.radio(key="view").set_value("Compare")

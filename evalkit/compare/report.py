@@ -176,3 +176,8 @@ def render(c: Comparison, fmt: str = "text") -> str:
         from evalkit.compare import ci_formats
         return ci_formats.to_junit(c) if fmt == "junit" else ci_formats.to_github(c)
     raise ValueError(f"unknown format {fmt!r}; allowed: {', '.join(FORMATS)}")
+
+
+# Public names for other readers of a Comparison (the dashboard renders the same cells as the CLI).
+row_cells = _row_cells
+confidence_level = _level

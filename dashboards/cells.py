@@ -1,0 +1,89 @@
+"""Run records to rows: one row per run (``run_row``) and one per run x task x metric (``cells_of``),
+with value, CI and n; arena records add one ``rating`` cell per rated model (no Streamlit)."""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import pandas as pd
+
+from evalkit.records import RunRecord
+
+from .labels import ARENA_TASK, col_key, entry_key, gen_text, task_family
+
+RUN_COLUMNS = ["run_id", "folder", "path", "kind", "model", "spec", "backend", "identity_hash", "gen", "entry",
+               "created_at", "date", "tags", "tasks", "evalkit_version", "git_sha", "judge", "limit", "seed"]
+CELL_COLUMNS = ["run_id", "entry", "label", "model", "backend", "created_at", "tags", "task", "family", "version",
+                "prompt_hash", "n_docs", "col", "metric", "metric_order", "value", "ci_low", "ci_high", "stderr",
+                "n", "kind", "higher_is_better"]
+
+
+def finite(x) -> Optional[float]:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def timestamp(text) -> pd.Timestamp:
+    try:
+        t = pd.Timestamp(text)
+        return t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+    except (TypeError, ValueError):
+        return pd.NaT
+
+
+def run_row(rec: RunRecord) -> dict:
+    d, m = rec.data, rec.model
+    cfg = d.get("config") or {}
+    kind = "arena" if m.get("backend") == "arena" or (set(rec.tasks) == {ARENA_TASK}) else "static"
+    created = timestamp(d.get("created_at"))
+    gen = cfg.get("gen_overrides") or {}
+    name = str(m.get("name") or m.get("spec") or "?")
+    return {"run_id": rec.run_id, "folder": rec.path.name, "path": str(rec.path), "kind": kind,
+            "model": name, "spec": m.get("spec"), "backend": str(m.get("backend") or "?"),
+            "identity_hash": m.get("identity_hash") or "", "gen": gen_text(gen),
+            "entry": entry_key(name, m.get("identity_hash") or "", gen),
+            "created_at": created, "date": created.date() if not pd.isna(created) else None,
+            "tags": tuple(str(t) for t in cfg.get("tags") or ()), "tasks": tuple(rec.tasks),
+            "evalkit_version": (d.get("versions") or {}).get("evalkit"), "git_sha": d.get("git_sha"),
+            "judge": (d.get("judge") or {}).get("name"), "limit": cfg.get("limit"), "seed": cfg.get("seed")}
+
+
+def static_cells(rec: RunRecord, row: dict, label: str) -> list[dict]:
+    out = []
+    for task, t in rec.tasks.items():
+        base = {"run_id": row["run_id"], "entry": row["entry"], "label": label, "model": row["model"],
+                "backend": row["backend"], "created_at": row["created_at"], "tags": row["tags"], "task": task,
+                "family": task_family(task), "version": str(t.get("version")), "prompt_hash": t.get("prompt_hash"),
+                "n_docs": t.get("n_docs"), "col": col_key(task, t.get("version"), t.get("prompt_hash"))}
+        for i, (metric, mv) in enumerate((t.get("metrics") or {}).items()):
+            if not isinstance(mv, dict):
+                continue
+            out.append({**base, "metric": metric, "metric_order": i, "value": finite(mv.get("value")),
+                        "ci_low": finite(mv.get("ci_low")), "ci_high": finite(mv.get("ci_high")),
+                        "stderr": finite(mv.get("stderr")), "n": mv.get("n"), "kind": mv.get("kind", "mean"),
+                        "higher_is_better": bool(mv.get("higher_is_better", True))})
+    return out
+
+
+def arena_cells(rec: RunRecord, row: dict, by_name: dict, labels: dict) -> list[dict]:
+    """A rated model joins the static row of the same name when exactly one exists, else its own row."""
+    out = []
+    for task, t in rec.tasks.items():
+        ratings = t.get("ratings") or {}
+        method = (t.get("config") or {}).get("method", "bt")
+        for model, r in ratings.items():
+            if not isinstance(r, dict):
+                continue
+            entries = list(by_name.get(model, ()))
+            entry = entries[0] if len(entries) == 1 else entry_key(model, "", {"arena": True})
+            out.append({"run_id": row["run_id"], "entry": entry, "label": labels.get(entry, model), "model": model,
+                        "backend": "arena", "created_at": row["created_at"], "tags": row["tags"], "task": task,
+                        "family": "arena", "version": str(t.get("version")), "prompt_hash": t.get("prompt_hash"),
+                        "n_docs": t.get("n_docs"), "col": col_key(task, t.get("version"), t.get("prompt_hash")),
+                        "metric": f"rating ({method})", "metric_order": 0, "value": finite(r.get("rating")),
+                        "ci_low": finite(r.get("ci_low")), "ci_high": finite(r.get("ci_high")), "stderr": None,
+                        "n": r.get("n_battles"), "kind": "rating", "higher_is_better": True})
+    return out

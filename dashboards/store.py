@@ -1,0 +1,200 @@
+"""``ResultsStore``: every run record under one results folder (plus battle files), read lazily and
+cached (no Streamlit here: notebooks can use it).
+
+``refresh()`` lists the folder and re-reads only the ``run.json`` files whose size or mtime changed,
+so a rerun of the dashboard costs a directory listing; samples are read only when a view asks for
+one (run, task), and the last few are kept in memory. A record or battle file that cannot be read is
+skipped and named in ``errors`` (file: why), never raised.
+
+Frames: ``runs()`` one row per run; ``cells()`` one row per run x task x metric (``cells.py``);
+``samples(run_id, task)`` one row per sample (``samples.py``).
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from evalkit.records import RunRecord, load_run
+
+from .battles import battles_record
+from .cells import CELL_COLUMNS, RUN_COLUMNS, arena_cells, run_row, static_cells
+from .labels import label_columns, row_labels
+from .samples import empty_samples, samples_frame, samples_path
+
+SAMPLE_CACHE_SIZE = 8
+
+
+@dataclass
+class _Loaded:
+    sig: tuple
+    record: RunRecord
+
+
+def _check(rec: RunRecord) -> RunRecord:
+    """The fields every view relies on, with the file named when one is wrong."""
+    where = rec.path / "run.json"
+    if not isinstance(rec.data, dict) or not isinstance(rec.data.get("run_id"), str):
+        raise ValueError(f"{where}: field 'run_id' is missing or not a string")
+    if not isinstance(rec.data.get("tasks", {}), dict):
+        raise ValueError(f"{where}: field 'tasks' should be an object")
+    for task, t in rec.tasks.items():
+        if not isinstance(t, dict):
+            raise ValueError(f"{where}: field 'tasks.{task}' should be an object")
+    if not isinstance(rec.data.get("model", {}), dict):
+        raise ValueError(f"{where}: field 'model' should be an object")
+    return rec
+
+
+class ResultsStore:
+    """All run records under one results folder (plus optional battle files), read lazily."""
+
+    def __init__(self, results_dir, battles: Iterable = (), rating_rounds: int = 100):
+        self.results_dir = Path(results_dir)
+        self.battle_files = [Path(b) for b in battles]
+        self.rating_rounds = rating_rounds
+        self._loaded: dict[str, _Loaded] = {}
+        self._battle_records: dict[str, _Loaded] = {}
+        self._frames: dict[str, pd.DataFrame] = {}
+        self._samples: OrderedDict = OrderedDict()
+        self.version = 0
+        self.errors: dict[str, str] = {}
+        self._lock = threading.RLock()   # one store serves every browser session (threads)
+
+    # ---- summaries ------------------------------------------------------------------------------
+    def refresh(self) -> bool:
+        """Re-read changed ``run.json`` files; returns True when anything changed."""
+        with self._lock:
+            return self._refresh()
+
+    def _refresh(self) -> bool:
+        changed = False
+        seen = set()
+        if self.results_dir.is_dir():
+            for child in sorted(self.results_dir.iterdir()):
+                rj = child / "run.json"
+                if child.name.startswith(".") or not rj.is_file():
+                    continue
+                try:
+                    st = rj.stat()
+                except OSError:
+                    continue
+                sig = (st.st_mtime_ns, st.st_size)
+                seen.add(child.name)
+                old = self._loaded.get(child.name)
+                if old is not None and old.sig == sig:
+                    continue
+                try:
+                    self._loaded[child.name] = _Loaded(sig, _check(load_run(child)))
+                    self.errors.pop(child.name, None)
+                except (ValueError, OSError) as e:          # JSONDecodeError is a ValueError
+                    self.errors[child.name] = f"{rj}: {e}" if str(rj) not in str(e) else str(e)
+                    self._loaded.pop(child.name, None)
+                changed = True
+        for gone in set(self._loaded) - seen:
+            del self._loaded[gone]
+            changed = True
+        changed |= self._refresh_battles()
+        if changed:
+            self._frames.clear()
+            self.version += 1
+        return changed
+
+    def _refresh_battles(self) -> bool:
+        changed = False
+        for path in self.battle_files:
+            try:
+                st = path.stat()
+            except OSError as e:
+                self.errors[str(path)] = str(e)
+                continue
+            sig = (st.st_mtime_ns, st.st_size)
+            old = self._battle_records.get(str(path))
+            if old is not None and old.sig == sig:
+                continue
+            try:
+                self._battle_records[str(path)] = _Loaded(sig, battles_record(path, self.rating_rounds))
+                self.errors.pop(str(path), None)
+            except (ValueError, OSError) as e:
+                self.errors[str(path)] = str(e)
+            changed = True
+        return changed
+
+    def records(self) -> dict[str, RunRecord]:
+        """run id -> record (run folders first, then battle files rated in memory)."""
+        out = {}
+        for item in list(self._loaded.values()) + list(self._battle_records.values()):
+            out.setdefault(item.record.run_id, item.record)
+        return out
+
+    def record(self, run_id: str) -> RunRecord:
+        recs = self.records()
+        if run_id not in recs:
+            raise KeyError(f"no run {run_id!r} in {self.results_dir}")
+        return recs[run_id]
+
+    def runs(self) -> pd.DataFrame:
+        with self._lock:
+            if "runs" not in self._frames:
+                self._build()
+            return self._frames["runs"]
+
+    def cells(self) -> pd.DataFrame:
+        with self._lock:
+            if "cells" not in self._frames:
+                self._build()
+            return self._frames["cells"]
+
+    def _build(self) -> None:
+        recs = self.records()
+        run_rows, cell_rows = [], []
+        for rec in recs.values():
+            run_rows.append(run_row(rec))
+        runs = pd.DataFrame(run_rows, columns=RUN_COLUMNS)
+        static = runs[runs["kind"] != "arena"]
+        labels = row_labels(static)
+        by_name = static.groupby("model")["entry"].unique().to_dict() if len(static) else {}
+        for rec, row in zip(recs.values(), run_rows):
+            if row["kind"] == "arena":
+                cell_rows.extend(arena_cells(rec, row, by_name, labels))
+            else:
+                cell_rows.extend(static_cells(rec, row, labels[row["entry"]]))
+        runs["label"] = [labels.get(e, m) for e, m in zip(runs["entry"], runs["model"])]
+        cells = pd.DataFrame(cell_rows, columns=CELL_COLUMNS)
+        cells = label_columns(cells)
+        if len(cells):
+            cells = cells.sort_values("created_at", ascending=False, kind="stable")
+            key = ["entry", "col", "metric"]
+            cells["n_runs"] = cells.groupby(key)["run_id"].transform("count")
+            cells["latest"] = ~cells.duplicated(key, keep="first")
+        else:
+            cells["n_runs"], cells["latest"] = pd.Series(dtype=int), pd.Series(dtype=bool)
+        self._frames["runs"] = runs.sort_values("created_at", ascending=False, kind="stable").reset_index(drop=True)
+        self._frames["cells"] = cells.reset_index(drop=True)
+
+    # ---- samples --------------------------------------------------------------------------------
+    def samples(self, run_id: str, task: str) -> pd.DataFrame:
+        """One row per sample of ``task`` in ``run_id`` (read on first use, then cached); bad lines
+        are skipped and listed in ``frame.attrs["warnings"]``."""
+        rec = self.record(run_id)
+        path = samples_path(rec, task)
+        try:
+            st = path.stat()
+            sig = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            return empty_samples()
+        key = (run_id, task, sig)
+        with self._lock:
+            if key in self._samples:
+                self._samples.move_to_end(key)
+                return self._samples[key]
+        frame = samples_frame(rec, task)
+        with self._lock:
+            self._samples[key] = frame
+            while len(self._samples) > SAMPLE_CACHE_SIZE:
+                self._samples.popitem(last=False)
+        return frame

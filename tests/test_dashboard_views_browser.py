@@ -1,0 +1,195 @@
+"""What a user relies on, in the system Chromium at 1400 and 800 px, on one shared ``evalkit leaderboard``
+server (real records: the fast set plus 16 models with long names, one samples file with a broken line):
+every label of a 3-model and a 16-model chart is there, complete and distinct, and chart rows have room;
+a deep link reproduces a view and Back/Forward move between views inside the app; a click on a heatmap
+cell opens that model's samples of that task; a corrupted samples line is a warning naming the file and
+line, never a traceback."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+import _dashboard_records as recs
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import dashboard_screenshots as shots  # noqa: E402
+
+WIDTHS = (1400, 800)
+MIN_ROW_PX = 18            # vertical room per chart row (labels never overlap)
+MIN_PLOT_PX = 80           # the smallest plot area
+BROKEN_RUN, BROKEN_TASK, BROKEN_LINE = "many-05", "gsm8k_like", 2
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    out = recs.fast_records(tmp_path_factory.mktemp("dashboard"))
+    root = tmp_path_factory.mktemp("views") / "results"
+    import shutil
+
+    shutil.copytree(out, root)
+    recs.many_models(root)
+    path = root / BROKEN_RUN / f"samples_{BROKEN_TASK}.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[BROKEN_LINE - 1] = lines[BROKEN_LINE - 1][:25] + "\n"                  # a truncated write
+    path.write_text("".join(lines), encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(results, tmp_path_factory):
+    if not Path(shots.CHROMIUM).exists():
+        pytest.skip(f"{shots.CHROMIUM} is missing (apt-get install chromium; scripts/install.sh does it)")
+    pytest.importorskip("playwright.sync_api", reason="Playwright for Python is missing (pip install playwright)")
+    srv = shots.Server(results, tmp_path_factory.mktemp("log") / "streamlit.log")
+    yield srv
+    srv.close()
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=shots.CHROMIUM, args=shots.ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    p = ctx.new_page()
+    yield p
+    ctx.close()
+
+
+def store(results):
+    from evalkit.dashboards.store import ResultsStore
+
+    s = ResultsStore(results)
+    s.refresh()
+    return s
+
+
+def col_of(results, task: str, n_docs=None) -> str:
+    cells = store(results).cells()
+    sel = cells[cells["task"] == task]
+    if n_docs is not None:
+        sel = sel[sel["n_docs"] == n_docs]
+    return sel["col"].iloc[0]
+
+
+def y_labels(chart) -> list[dict]:
+    """The y-axis labels of a Vega chart: text and vertical position."""
+    return chart.evaluate("""el => {
+        const axes = [...el.querySelectorAll('g.role-axis')].filter(
+            ax => (ax.getAttribute('aria-label') || '').startsWith('Y-axis'));
+        const out = [];
+        for (const ax of axes) {
+            for (const t of ax.querySelectorAll('g.role-axis-label text')) {
+                const box = t.getBoundingClientRect();
+                out.push({text: t.textContent, y: box.y, h: box.height});
+            }
+        }
+        return out;
+    }""")
+
+
+def check_chart(chart, names: list[str]) -> None:
+    labels = y_labels(chart)
+    texts = [lab["text"] for lab in labels]
+    assert sorted(texts) == sorted(names), texts                 # every label, complete, none twice
+    ys = sorted(lab["y"] for lab in labels)
+    gaps = [b - a for a, b in zip(ys, ys[1:])]
+    assert min(gaps) >= MIN_ROW_PX, gaps                          # rows have room, labels never overlap
+    assert ys[-1] - ys[0] + gaps[0] >= max(MIN_PLOT_PX, MIN_ROW_PX * len(names))
+
+
+def alerts(page) -> str:
+    return " ".join(page.locator("[data-testid=stAlert]").all_inner_texts())
+
+
+def codes(page) -> list[str]:
+    """The texts of the page's code blocks (questions, answers), once rendered."""
+    page.locator("[data-testid=stCode] pre").first.wait_for(timeout=60_000)
+    return page.locator("[data-testid=stCode] pre").all_text_contents()
+
+
+def no_traceback(page) -> None:
+    assert page.locator("[data-testid=stException]").count() == 0
+    assert "Traceback" not in page.inner_text("body")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_chart_labels_complete_distinct_and_roomy(page, server, results, width):
+    page.set_viewport_size({"width": width, "height": 900})
+    gpt3 = ["gpt3-6b-finetuned", "gpt3-175b-finetuned", "gpt3-175b-verifier"]
+    shots.open_view(page, server.url, view="Task", task=col_of(results, "gsm8k", 50))
+    check_chart(page.locator("[data-testid=stVegaLiteChart]").first, gpt3)
+    many = [f"example-org/long-model-family-{7 + i}b-instruct-v{i % 3}.{i}" for i in range(16)]
+    shots.open_view(page, server.url, view="Task", task=col_of(results, "mmlu_like"))
+    charts = page.locator("[data-testid=stVegaLiteChart]")
+    check_chart(charts.first, many)                              # bars with CI whiskers, 16 models
+    subjects = charts.nth(1)                                      # the 57-subject breakdown heatmap
+    assert len({lab["text"] for lab in y_labels(subjects)}) == 57
+    no_traceback(page)
+
+
+def test_deep_link_reproduces_a_view_and_back_forward_work(page, server, results):
+    s = store(results)
+    cells = s.cells()
+    run = cells[(cells["model"] == "gpt3-175b-verifier") & (cells["n_docs"] == 50)]["run_id"].iloc[0]
+    col = col_of(results, "gsm8k", 50)
+    shots.open_view(page, server.url, view="Task", task=col, metric="exact_match_flexible", run=run, doc="7")
+    assert page.get_by_role("heading", name="Task", exact=True).count() == 1
+    assert page.get_by_role("heading", name="doc 7", exact=True).count() == 1
+    sols = [json.loads(line) for line in open(recs.SHARED / "gsm8k" / "example_model_solutions.jsonl")][:50]
+    want = sols[7]["175b_verification"]["solution"].strip().splitlines()[0]
+    assert any(want in c for c in codes(page)), codes(page)      # that model's answer to that item
+    title = page.locator("[data-testid=stVegaLiteChart]").first.text_content()
+    assert "exact_match_flexible ↑ (95% CI)" in title, title     # the metric from the link
+
+    shots.open_view(page, server.url)
+    assert page.get_by_role("heading", name="Leaderboard").count() == 1
+    page.locator("[data-testid=stSidebar] label").filter(has_text="Arena").first.click()
+    page.get_by_role("heading", name="Arena").wait_for(timeout=60_000)
+    shots.wait_ready(page)
+    assert parse_qs(urlparse(page.url).query)["view"] == ["Arena"]
+    page.go_back()
+    page.get_by_role("heading", name="Leaderboard").wait_for(timeout=60_000)
+    assert urlparse(page.url).port == server.port                # still in the app
+    page.go_forward()
+    page.get_by_role("heading", name="Arena").wait_for(timeout=60_000)
+    no_traceback(page)
+
+
+def test_click_on_a_heatmap_cell_opens_that_models_samples(page, server, results):
+    shots.open_view(page, server.url, tag="gpt3")
+    heat = page.locator("[data-testid=stVegaLiteChart]").first
+    target = next(p for p in heat.locator("g.mark-rect path").all()
+                  if "model: gpt3-175b-finetuned;" in (p.get_attribute("aria-label") or "")
+                  and "50 docs" in (p.get_attribute("aria-label") or ""))
+    target.click()
+    page.get_by_role("heading", name="Task", exact=True).wait_for(timeout=60_000)
+    shots.wait_ready(page)
+    q = parse_qs(urlparse(page.url).query)
+    assert q["view"] == ["Task"] and q["task"] == [col_of(results, "gsm8k", 50)]
+    cells = store(results).cells()
+    assert q["run"] == [cells[(cells["model"] == "gpt3-175b-finetuned") & (cells["n_docs"] == 50)]["run_id"].iloc[0]]
+    sols = [json.loads(line) for line in open(recs.SHARED / "gsm8k" / "example_model_solutions.jsonl")][:50]
+    first = sols[0]["175b_finetuning"]["solution"].strip().splitlines()[0]
+    assert any(first in c for c in codes(page)), codes(page)     # the first sample of that model, in full
+    no_traceback(page)
+
+
+def test_corrupted_samples_line_is_a_warning_not_a_traceback(page, server, results):
+    shots.open_view(page, server.url, view="Task", task=col_of(results, BROKEN_TASK), run=BROKEN_RUN)
+    text = alerts(page)
+    assert f"{BROKEN_RUN}/samples_{BROKEN_TASK}.jsonl line {BROKEN_LINE}: not JSON" in text, text
+    assert "Page (of 1, 2 samples)" in page.inner_text("body")   # the other lines still load
+    no_traceback(page)
