@@ -7,7 +7,8 @@ child's own ``ru_maxrss`` (``os.wait4``), beside its wall time:
   - chunked: the backend as shipped (hidden states kept, only scored positions projected to the
     vocabulary, a chunk at a time);
   - full: the previous path, rebuilt here only: the model's logits for the whole batch
-    [B, T, vocab], then a log-softmax over each window's read slice.
+    [B, T, vocab] (and its default key/value cache), then a log-softmax over each window's read
+    slice.
 Targets: chunked peak <= 2.5 GB, per-document log-likelihoods and word perplexity equal to 1e-5
 (relative), chunked no slower than full.
 
@@ -40,7 +41,20 @@ def legacy_full_logits(backend) -> None:
 
     import evalkit.backends.hf_scoring as scoring
     from evalkit.backends.logprobs import full_token_logprobs
-    backend._split = types.SimpleNamespace(ok=False)  # the model returns logits [B, T, V]
+    torch = backend.torch
+
+    def forward_logits(seqs):  # the previous HFBackend._forward_logits, verbatim
+        width = max(len(s) for s in seqs)
+        ids = torch.full((len(seqs), width), backend.tokenizer.pad_token_id or 0, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for j, s in enumerate(seqs):
+            ids[j, : len(s)] = torch.tensor(s)
+            mask[j, : len(s)] = 1
+        with torch.inference_mode():
+            return backend.model(input_ids=ids.to(backend.device), attention_mask=mask.to(backend.device)).logits
+
+    backend._split = types.SimpleNamespace(ok=False)  # read from logits [B, T, V]
+    backend._forward_logits = forward_logits
     scoring.token_logprobs = lambda states, rows, tokens, head=None, vocab=None, chunk_elems=None: \
         full_token_logprobs(states, rows, tokens)
 

@@ -16,15 +16,17 @@ from collections import OrderedDict
 from typing import Optional
 
 from evalkit.backends.logprobs import SplitHead, is_out_of_memory, release_memory, token_logprobs
-from evalkit.backends.shared_prefix import shared_prefix_groups
+from evalkit.backends.shared_prefix import common_prefix_len, shared_prefix_groups
 from evalkit.requests import LoglikelihoodResult
 
 log = logging.getLogger("evalkit.backends.hf")
+MIN_PREFIX = 32  # tokens two prefixes must share before a cached one is continued
 
 
 class PairScorer:
     _oom_budget: Optional[int] = None
     _split: Optional[SplitHead] = None
+    _prefix_memo = None  # (tokens, key/value cache) of the last shared prefix
 
     def _budget(self) -> int:
         """Tokens per forward batch: the configured budget, lowered for good by any out-of-memory."""
@@ -80,7 +82,9 @@ class PairScorer:
         for j, s in enumerate(seqs):
             ids[j, : len(s)] = torch.tensor(s)
             mask[j, : len(s)] = 1
-        args = dict(input_ids=ids.to(self.device), attention_mask=mask.to(self.device))
+        # no key/value cache: it would hold 2 x layers x B x T x kv-width floats (0.75 GB for the
+        # bundled model at 8 x 2048) that nothing reads
+        args = dict(input_ids=ids.to(self.device), attention_mask=mask.to(self.device), use_cache=False)
         with torch.inference_mode():
             split = self.split_head
             return split.hidden(**args) if split.ok else self.model(**args).logits
@@ -159,17 +163,39 @@ class PairScorer:
         self._run_batches(batches, lambda batch: len(inputs[batch[0]]), run)
         return results
 
+    def _prefix_cache(self, prefix: list[int]):
+        """Key/value cache of ``prefix``. The last one made is kept and continued from when the next
+        prefix starts the same way: the engine sends a subject's questions in several calls, and
+        a call's shared prefix can run a few tokens past the subject's (or stop short of it)."""
+        torch = self.torch
+        split = self.split_head
+        cache, done = None, 0
+        if self._prefix_memo is not None:
+            last, last_cache = self._prefix_memo
+            done = common_prefix_len(last, prefix)
+            if done == len(last) == len(prefix):
+                return last_cache
+            if done >= MIN_PREFIX:
+                cache = copy.deepcopy(last_cache)
+                cache.crop(done)
+            else:
+                done = 0
+        if done < len(prefix):
+            args = dict(input_ids=torch.tensor([prefix[done:]], device=self.device), past_key_values=cache,
+                        use_cache=True)
+            with torch.inference_mode():
+                cache = split.decoder(**args).past_key_values if split.ok else \
+                    self.model(**args, logits_to_keep=1).past_key_values
+        self._prefix_memo = (list(prefix), cache)
+        return cache
+
     def _forward_shared_prefix(self, inputs, conts, prefix_len: int, members: list[int], read) -> None:
         """Run ``inputs[members]``, which all start with the same ``prefix_len`` tokens: the prefix
         once, then the suffixes in batches on top of its key/value cache (left-padded, with their
         true positions), reading only the positions that are scored."""
         torch = self.torch
         split = self.split_head
-        prefix = inputs[members[0]][:prefix_len]
-        with torch.inference_mode():
-            first = dict(input_ids=torch.tensor([prefix], device=self.device), use_cache=True)
-            cache = split.decoder(**first).past_key_values if split.ok else \
-                self.model(**first, logits_to_keep=1).past_key_values
+        cache = self._prefix_cache(inputs[members[0]][:prefix_len])
         members = sorted(members, key=lambda b: -len(inputs[b]))
         batches, i = [], 0
         while i < len(members):
@@ -199,5 +225,7 @@ class PairScorer:
                     self.model(**args, logits_to_keep=keep).logits
             read(batch, states, [keep - conts[b] for b in batch])
 
-        self._run_batches(batches, lambda batch: (prefix_len + len(inputs[batch[0]])) // 2, run)
+        # a row costs its suffix, or half of prefix + suffix (attention over the prefix), as n above
+        self._run_batches(batches, lambda batch: max(len(inputs[batch[0]]) - prefix_len,
+                                                     len(inputs[batch[0]]) // 2), run)
 

@@ -127,8 +127,8 @@ class SplitHead:
             self.vocab = int(proj.weight.shape[0])
             ids = torch.tensor([list(probe)], device=model.device)
             with torch.inference_mode():
-                want = model(input_ids=ids).logits[0].float()
-                got = self.logits(self.hidden(input_ids=ids)[0]).float()
+                want = model(input_ids=ids, use_cache=False).logits[0].float()
+                got = self.logits(self.hidden(input_ids=ids, use_cache=False)[0]).float()
             scale = max(1.0, float(want.abs().max()))
             if want.shape != got.shape or float((want - got).abs().max()) > 1e-3 * scale:
                 log.info("hf backend: decoder + output projection do not reproduce %s's logits; "
