@@ -165,6 +165,32 @@ def _ll(x) -> float:
     return float(x)
 
 
+def mmlu_token_counts(a, prompts_by_subject: dict) -> tuple[int, int]:
+    """(tokens lm-eval's forward passes read, tokens evalkit's read) for these MMLU prompts.
+
+    lm-eval runs each question's context once (its four one-token choices share the pass);
+    evalkit runs each subject's shared prefix (header and five shots) once and then only the
+    question suffixes, so the ratio of the two is the speed-up the token counts allow."""
+    from transformers import AutoTokenizer
+
+    from evalkit.backends.shared_prefix import shared_prefix_groups
+    from evalkit.backends.tokenization import encode_pair
+    tok = AutoTokenizer.from_pretrained(a.model_dir)
+    encode = lambda text: tok.encode(text, add_special_tokens=False)  # noqa: E731
+    pid = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+    lm_tokens = ek_tokens = 0
+    for prompts in prompts_by_subject.values():
+        inputs = []
+        for p in prompts:
+            ctx, cont = encode_pair(encode, pid, p, " A")
+            inputs.append((ctx + cont)[-(a.max_length + 1):][:-1])
+        lm_tokens += sum(len(x) for x in inputs)
+        groups, rest = shared_prefix_groups(inputs, [len(x) - 1 for x in inputs])
+        ek_tokens += sum(len(inputs[i]) for i in rest)
+        ek_tokens += sum(p + sum(len(inputs[i]) - p for i in members) for p, members in groups)
+    return lm_tokens, ek_tokens
+
+
 def bench_mmlu(a, tmp) -> dict:
     subjects = a.mmlu_subjects
     t_ref = run(lm_eval_cmd(a, ",".join(f"mmlu_local_{s}" for s in subjects), tmp, tmp / "lm_mmlu", fewshot=5))
@@ -173,9 +199,11 @@ def bench_mmlu(a, tmp) -> dict:
     run_dir, _ = ek_run(tmp / "ek_mmlu")
     n = agree = same_prompt = 0
     max_diff = 0.0
+    prompts: dict = {}
     for s in subjects:
         ref = {f"{s}-{r['doc_id']}": r for r in lm_samples(tmp / "lm_mmlu", f"mmlu_local_{s}")}
         for o in ek_samples(run_dir, f"mmlu_{s}"):
+            prompts.setdefault(s, []).append(o["prompt"])
             r = ref[o["doc_id"]]
             ref_ll = [_ll(x) for x in r["resps"]]
             ours_ll = [x[0] for x in o["responses"]]
@@ -187,10 +215,16 @@ def bench_mmlu(a, tmp) -> dict:
            "agreeing_predictions": agree, "agreement": agree / n,
            "max_abs_loglikelihood_diff": max_diff, "lm_eval_s": t_ref, "evalkit_s": t_ours,
            "speed_ratio": t_ref / t_ours, "pass": agree / n >= 0.99}
+    lm_tokens, ek_tokens = mmlu_token_counts(a, prompts)
+    out.update(lm_eval_tokens=lm_tokens, evalkit_tokens=ek_tokens, token_ratio=lm_tokens / ek_tokens,
+               share_of_token_ratio=(t_ref / t_ours) / (lm_tokens / ek_tokens))
     print(f"mmlu ({n} items, {len(subjects)} subjects, 5-shot): identical prompts {same_prompt}/{n}; "
           f"same predicted letter {agree}/{n} "
           f"({agree / n:.1%}), max |dlogprob| {max_diff:.2e}; time lm-eval {t_ref:.0f}s evalkit {t_ours:.0f}s "
           f"(lm-eval/evalkit x{t_ref / t_ours:.2f})")
+    print(f"mmlu tokens through the model: lm-eval {lm_tokens}, evalkit {ek_tokens} (each subject's prefix once): "
+          f"theoretical ratio x{lm_tokens / ek_tokens:.2f}; achieved x{t_ref / t_ours:.2f} = "
+          f"{out['share_of_token_ratio']:.0%} of it (model load and start-up included on both sides)")
     return out
 
 

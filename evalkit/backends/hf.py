@@ -15,7 +15,8 @@ from typing import Optional, Sequence
 
 from evalkit import models
 from evalkit.backends.base import Backend
-from evalkit.backends.shared_prefix import shared_prefix_groups
+from evalkit.backends.hf_scoring import PairScorer
+from evalkit.backends.logprobs import CPU_CHUNK_ELEMS, GPU_CHUNK_ELEMS
 from evalkit.backends.tokenization import TokenizerMixin, rolling_windows  # noqa: F401 (rolling_windows re-exported)
 from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
@@ -37,7 +38,7 @@ def _read_json(path: str) -> Optional[dict]:
     return data if isinstance(data, dict) else None
 
 
-class HFBackend(TokenizerMixin, Backend):
+class HFBackend(PairScorer, TokenizerMixin, Backend):
     name = "hf"
 
     def __init__(self, model: str, revision: Optional[str] = None, dtype: str = "auto", device: str = "auto",
@@ -76,6 +77,10 @@ class HFBackend(TokenizerMixin, Backend):
         default_budget = 16384 if self.device.type == "cpu" else 262144
         self.token_budget = int(token_budget or default_budget)
         self.chunk_size = int(chunk_size or (64 if self.device.type == "cpu" else 512))
+        # logits held at once while reading log-probabilities (never batch x length x vocab)
+        self.chunk_elems = CPU_CHUNK_ELEMS if self.device.type == "cpu" else GPU_CHUNK_ELEMS
+        self._oom_budget: Optional[int] = None
+        self._split = None  # SplitHead, made with the model
         self._identity = {
             "backend": "hf", "model": model, "source": self.source,
             "revision": revision, "dtype": self.dtype_name, "max_length": self.max_length,
@@ -145,128 +150,14 @@ class HFBackend(TokenizerMixin, Backend):
             return int(tml)
         return 2048
 
-    # ---- batching ---------------------------------------------------------------------------------
-    def _batches(self, lengths: list[int]):
-        """Index batches over items already sorted longest first, within the token budget."""
-        fixed = None if self.batch_size in ("auto", None) else int(self.batch_size)
-        i = 0
-        while i < len(lengths):
-            if fixed:
-                n = fixed
-            else:
-                n = max(1, self.token_budget // max(1, lengths[i]))
-            yield list(range(i, min(i + n, len(lengths))))
-            i += n
-
-    def _forward_logits(self, seqs: list[list[int]]):
-        """Right-padded batch forward; returns raw logits [B, T, V]."""
-        torch = self.torch
-        width = max(len(s) for s in seqs)
-        ids = torch.full((len(seqs), width), self.tokenizer.pad_token_id or 0, dtype=torch.long)
-        mask = torch.zeros((len(seqs), width), dtype=torch.long)
-        for j, s in enumerate(seqs):
-            ids[j, : len(s)] = torch.tensor(s)
-            mask[j, : len(s)] = 1
-        with torch.inference_mode():
-            return self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
-
     # ---- loglikelihood ---------------------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
         pairs = [self.encode_pair(r.context, r.continuation) for r in requests]
         return self._score_token_pairs(pairs)
 
-    def _score_token_pairs(self, pairs: list[tuple[list[int], list[int]]]) -> list[LoglikelihoodResult]:
-        """Score (context tokens, continuation tokens) pairs. Pairs that share a context and have a
-        one-token continuation are answered from a single forward pass over that context."""
-        max_len = self.max_length
-        groups: "OrderedDict[tuple, list[int]]" = OrderedDict()
-        for i, (ctx, cont) in enumerate(pairs):
-            key = (tuple(ctx), None) if len(cont) == 1 else (tuple(ctx), tuple(cont))
-            groups.setdefault(key, []).append(i)
-        keys = sorted(groups, key=lambda k: -(len(k[0]) + (len(k[1]) if k[1] else 1)))
-        inputs, conts = [], []
-        for ctx, cont in keys:
-            cont = list(cont) if cont else pairs[groups[(ctx, cont)][0]][1]
-            whole = (list(ctx) + cont)[-(max_len + 1):]
-            inputs.append(whole[:-1])
-            conts.append(len(cont))
-        results: list[Optional[LoglikelihoodResult]] = [None] * len(pairs)
-
-        def read(b: int, logits) -> None:
-            """Fill the results of input ``b`` from the logits of its last ``conts[b]`` positions."""
-            # log-softmax only where the continuation is read (the vocab is large)
-            lp = self.torch.log_softmax(logits.float(), dim=-1)  # [n_cont, V]
-            greedy = lp.argmax(dim=-1)
-            for i in groups[keys[b]]:
-                cont = pairs[i][1]
-                if keys[b][1] is None:  # single-token group: read this item's token
-                    tok = cont[0]
-                    results[i] = LoglikelihoodResult(float(lp[-1, tok]), bool(greedy[-1] == tok))
-                else:
-                    t = self.torch.tensor(cont, device=lp.device)
-                    results[i] = LoglikelihoodResult(float(lp.gather(1, t[:, None]).sum()),
-                                                     bool((greedy == t).all()))
-
-        rest = list(range(len(inputs)))
-        if self.share_prefix:
-            shared, rest = shared_prefix_groups(inputs, [len(x) - n for x, n in zip(inputs, conts)])
-            for prefix_len, members in shared:
-                if self.share_prefix:
-                    try:
-                        self._forward_shared_prefix(inputs, conts, prefix_len, members, read)
-                        continue
-                    except (TypeError, AttributeError, NotImplementedError) as e:  # e.g. remote code without
-                        log.warning("hf backend: %s cannot continue from a cached prefix (%s); scoring whole "
-                                    "sequences instead", self.display_name, e)  # logits_to_keep / cache API
-                        self.share_prefix = False
-                rest.extend(members)
-        rest.sort()  # longest first, as ``keys`` is
-        for sub in self._batches([len(inputs[b]) for b in rest]):
-            batch = [rest[k] for k in sub]
-            logits = self._forward_logits([inputs[b] for b in batch])
-            for row, b in enumerate(batch):
-                n_in, n_cont = len(inputs[b]), conts[b]
-                read(b, logits[row, n_in - n_cont: n_in])
-        return results
-
-    def _forward_shared_prefix(self, inputs, conts, prefix_len: int, members: list[int], read) -> None:
-        """Run ``inputs[members]``, which all start with the same ``prefix_len`` tokens: the prefix
-        once, then the suffixes in batches on top of its key/value cache (left-padded, with their
-        true positions), keeping logits only for the positions that are read."""
-        import copy
-
-        torch = self.torch
-        prefix = inputs[members[0]][:prefix_len]
-        with torch.inference_mode():
-            cache = self.model(input_ids=torch.tensor([prefix], device=self.device), use_cache=True).past_key_values
-        members = sorted(members, key=lambda b: -len(inputs[b]))
-        i = 0
-        while i < len(members):
-            width = len(inputs[members[i]]) - prefix_len
-            n = max(1, min(self.token_budget // width, 2 * self.token_budget // (prefix_len + width)))
-            batch = members[i: i + n]
-            i += n
-            keep = max(conts[b] for b in batch)
-            ids = torch.full((len(batch), width), self.tokenizer.pad_token_id or 0, dtype=torch.long)
-            mask = torch.zeros((len(batch), prefix_len + width), dtype=torch.long)
-            mask[:, :prefix_len] = 1
-            pos = torch.zeros((len(batch), width), dtype=torch.long)
-            for row, b in enumerate(batch):
-                suffix = inputs[b][prefix_len:]
-                ids[row, width - len(suffix):] = torch.tensor(suffix)
-                mask[row, prefix_len + width - len(suffix):] = 1
-                pos[row, width - len(suffix):] = torch.arange(prefix_len, prefix_len + len(suffix))
-            past = copy.deepcopy(cache)
-            past.batch_repeat_interleave(len(batch))
-            with torch.inference_mode():
-                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                                    position_ids=pos.to(self.device), past_key_values=past, use_cache=True,
-                                    logits_to_keep=keep).logits
-                for row, b in enumerate(batch):
-                    read(b, logits[row, keep - conts[b]:])
-
     def score_windows(self, windows):
         return self._score_token_pairs(windows)
+
     # ---- generation -------------------------------------------------------------------------------
     def _prompt_text(self, req: GenerateRequest) -> str:
         return req.prompt if req.prompt is not None else self.apply_chat_template(req.message_dicts())
