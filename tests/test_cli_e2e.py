@@ -44,7 +44,7 @@ def test_run_prints_table_and_writes_record(tmp_path, tiny_model_dir):
     assert "word_perplexity" in r.stdout and "exact_match_strict" in r.stdout and "± 95% CI" in r.stdout
     run_dir = only_run(out)
     run = json.loads((run_dir / "run.json").read_text())
-    assert run["schema_version"] == 1 and run["model"]["backend"] == "hf"
+    assert run["schema_version"] == 2 and run["kind"] == "evaluation" and run["model"]["backend"] == "hf"
     assert run["model"]["identity"]["content"]["weights"], "weights are hashed into the identity"
     assert set(run["tasks"]) == {"wikitext", "gsm8k"}
     wt = run["tasks"]["wikitext"]
