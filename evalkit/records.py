@@ -287,7 +287,10 @@ class RunRecord:
         return Path(self.path) / (self.tasks[task].get("samples_file") or samples_filename(task))
 
     def samples(self, task: str) -> Iterator[dict]:
-        yield from read_jsonl(self.samples_path(task))
+        try:
+            yield from read_jsonl(self.samples_path(task))
+        except ValueError as e:  # names the file and line
+            raise RecordError(str(e)) from None
 
 
 def load_run(path: os.PathLike) -> RunRecord:
@@ -297,7 +300,10 @@ def load_run(path: os.PathLike) -> RunRecord:
     run_json = p / "run.json"
     if not run_json.exists():
         raise FileNotFoundError(f"{p}: not a run record (no run.json)")
-    data = read_json(run_json)
+    try:
+        data = read_json(run_json)
+    except ValueError as e:  # names the file and line
+        raise RecordError(str(e)) from None
     if not isinstance(data, dict):
         raise RecordError(f"{run_json}: not a run record (a JSON {type(data).__name__}, not an object)")
     if data.get("schema_version", 0) > SCHEMA_VERSION:
