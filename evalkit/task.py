@@ -236,12 +236,8 @@ class Task:
     def metric_inputs(self, sample: Sample) -> tuple[str, list[str]]:
         """(prediction, references) of a sample for appended ``evaluate:`` metrics: by default the
         first response and the target as the list of references."""
-        first = sample.responses[0] if sample.responses else ""
-        if isinstance(first, (list, tuple)):
-            first = first[0]
-        target = sample.target
-        refs = [target] if isinstance(target, str) else [str(t) for t in (target or [])] or [str(target)]
-        return str(first), refs
+        from evalkit.metrics.hf_evaluate import default_inputs
+        return default_inputs(sample)
 
     #: whether ``docs_from_references`` is implemented (``evalkit score --references``)
     takes_references: ClassVar[bool] = False
