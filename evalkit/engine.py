@@ -20,8 +20,8 @@ from tqdm.auto import tqdm
 
 from evalkit import response_checks
 from evalkit.backends.base import Backend
-from evalkit.errors import RequestFailure, RequestsFailed
 from evalkit.backends.shared_prefix import prefix_runs
+from evalkit.errors import RequestFailure, RequestsFailed
 from evalkit.requests import GenerateRequest, LoglikelihoodRequest
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,9 @@ class Engine:
         try:
             for i in range(0, len(todo), size):
                 chunk = todo[i:i + size]
+                seen = 0
                 for group in self._results(kind, call, chunk):
+                    seen += len(group)
                     for j, res in group:
                         req = chunk[j]
                         why = res.problem if isinstance(res, RequestFailure) else response_checks.problem(kind, req, res)
@@ -164,6 +166,8 @@ class Engine:
                               f"({100 * done / len(todo):.0f}%), {now - t0:.0f}s", file=sys.stderr, flush=True)
                     if not usable and len(self.failures) >= GIVE_UP_AFTER:
                         raise self._failed_error()
+                if seen != len(chunk):
+                    raise RuntimeError(f"backend {self.backend.name} answered {seen} of {len(chunk)} {kind} requests")
                 commit()
         finally:
             commit()  # whatever finished is kept, even when the backend failed or the run was interrupted
