@@ -318,3 +318,9 @@ def test_sigint_keeps_what_finished(server, gsm, tmp_path):
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert "finished work is in the cache" in err
     assert cached_rows(tmp_path) == 1
+
+
+def test_a_host_that_does_not_resolve_fails_at_once(gsm, tmp_path):
+    r = evalkit("run", "--model", f"openai:{MODEL}", "--base-url", "http://no-such-host.invalid/v1",
+                "--tasks", "gsm8k", "--data", f"gsm8k={gsm}", "--no-cache", "--no-output", timeout=60)
+    assert_clean_error(r, "cannot resolve no-such-host.invalid", "--base-url")
