@@ -127,8 +127,9 @@ class Engine:
         size = max(1, int(self.backend.chunk_size))
         bar = tqdm(total=len(todo), desc=f"{self.backend.name} {kind}", unit="req",
                    disable=not self.progress, dynamic_ncols=True)
-        t0 = last_commit = last_line = time.monotonic()
+        last_commit = time.monotonic()
         done = usable = 0
+        ticker = _Ticker(f"{self.backend.name} {kind}", len(todo), lambda: done) if self.log_lines else None
 
         def commit():
             nonlocal last_commit
@@ -160,10 +161,6 @@ class Engine:
                     now = time.monotonic()
                     if now - last_commit >= getattr(self.backend, "commit_every_s", COMMIT_EVERY_S):
                         commit()
-                    if self.log_lines and now - last_line >= LOG_EVERY_S:
-                        last_line = now
-                        print(f"evalkit: {self.backend.name} {kind}: {done}/{len(todo)} requests "
-                              f"({100 * done / len(todo):.0f}%), {now - t0:.0f}s", file=sys.stderr, flush=True)
                     if not usable and len(self.failures) >= GIVE_UP_AFTER:
                         raise self._failed_error()
                 if seen != len(chunk):
@@ -172,4 +169,29 @@ class Engine:
         finally:
             commit()  # whatever finished is kept, even when the backend failed or the run was interrupted
             bar.close()
+            if ticker:
+                ticker.stop()
         return out
+
+
+class _Ticker:
+    """A progress line on stderr every LOG_EVERY_S while work runs (CI logs have no bar), also while
+    one long batch is still going."""
+
+    def __init__(self, what: str, total: int, done):
+        import threading
+        self.what, self.total, self.done = what, total, done
+        self.t0 = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self):
+        while not self._stop.wait(LOG_EVERY_S):
+            n = self.done()
+            print(f"evalkit: {self.what}: {n}/{self.total} requests ({100 * n / max(1, self.total):.0f}%), "
+                  f"{time.monotonic() - self.t0:.0f}s", file=sys.stderr, flush=True)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(timeout=5)
