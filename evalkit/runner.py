@@ -149,10 +149,10 @@ def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "res
                      render_chat=getattr(backend, "apply_chat_template", None))
     task_runs = task_runs if task_runs is not None else load_tasks(config)
     build_requests(task_runs, ctx)
-    too_long = run_checks.prompts_over_context(task_runs, backend)  # counted, warned, recorded per sample
     t_prep = time.time()
     engine = Engine(backend, cache, progress=progress)
     answers = engine.run([r for tr in task_runs for reqs in tr.requests for r in reqs])
+    too_long = run_checks.prompts_over_context(task_runs, backend)  # counted, warned, recorded per sample
     t_model = time.time()
     tasks_out, samples_out = {}, {}
     for tr in task_runs:
