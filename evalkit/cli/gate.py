@@ -208,7 +208,7 @@ def run_model(spec: str, model_args: dict, config: RunConfig, cache, output: str
     split_spec(spec)
     backend = make_backend(spec, model_args)
     try:
-        out = evaluate(backend, config, cache, output, model_spec=spec, model_args=model_args, progress=False)
+        out = evaluate(backend, config, cache, output, model_spec=spec, model_args=model_args, progress=True)  # CI logs get progress lines
     finally:
         backend.close()
     run = out["run"]
