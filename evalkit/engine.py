@@ -148,7 +148,8 @@ class Engine:
                     seen += len(group)
                     for j, res in group:
                         req = chunk[j]
-                        why = res.problem if isinstance(res, RequestFailure) else response_checks.problem(kind, req, res)
+                        why = (res.problem if isinstance(res, RequestFailure)
+                               else response_checks.problem(kind, req, res))
                         if why:
                             self.failures.append((kind, why))
                             self.stats["failed"] += 1
