@@ -20,8 +20,8 @@ from tqdm.auto import tqdm
 
 from evalkit import response_checks
 from evalkit.backends.base import Backend
-from evalkit.errors import RequestFailure, RequestsFailed
 from evalkit.backends.shared_prefix import prefix_runs
+from evalkit.errors import RequestFailure, RequestsFailed
 from evalkit.requests import GenerateRequest, LoglikelihoodRequest
 
 log = logging.getLogger(__name__)
@@ -111,8 +111,9 @@ class Engine:
         size = max(1, int(self.backend.chunk_size))
         bar = tqdm(total=len(todo), desc=f"{self.backend.name} {kind}", unit="req",
                    disable=not self.progress, dynamic_ncols=True)
-        t0 = last_commit = last_line = time.monotonic()
+        last_commit = time.monotonic()
         done = usable = 0
+        ticker = _Ticker(f"{self.backend.name} {kind}", len(todo), lambda: done) if self.log_lines else None
 
         def commit():
             nonlocal last_commit
@@ -126,10 +127,13 @@ class Engine:
         try:
             for i in range(0, len(todo), size):
                 chunk = todo[i:i + size]
+                seen = 0
                 for group in self.backend.stream(kind, chunk):  # as they finish, where the backend can
+                    seen += len(group)
                     for j, res in group:
                         req = chunk[j]
-                        why = res.problem if isinstance(res, RequestFailure) else response_checks.problem(kind, req, res)
+                        why = (res.problem if isinstance(res, RequestFailure)
+                               else response_checks.problem(kind, req, res))
                         if why:
                             self.failures.append((kind, why))
                             self.stats["failed"] += 1
@@ -142,14 +146,37 @@ class Engine:
                     now = time.monotonic()
                     if now - last_commit >= self.backend.commit_every_s:
                         commit()
-                    if self.log_lines and now - last_line >= LOG_EVERY_S:
-                        last_line = now
-                        print(f"evalkit: {self.backend.name} {kind}: {done}/{len(todo)} requests "
-                              f"({100 * done / len(todo):.0f}%), {now - t0:.0f}s", file=sys.stderr, flush=True)
                     if not usable and len(self.failures) >= GIVE_UP_AFTER:
                         raise self._failed_error()
+                if seen != len(chunk):
+                    raise RuntimeError(f"backend {self.backend.name} answered {seen} of {len(chunk)} {kind} requests")
                 commit()
         finally:
             commit()  # whatever finished is kept, even when the backend failed or the run was interrupted
             bar.close()
+            if ticker:
+                ticker.stop()
         return out
+
+
+class _Ticker:
+    """A progress line on stderr every LOG_EVERY_S while work runs (CI logs have no bar), also while
+    one long batch is still going."""
+
+    def __init__(self, what: str, total: int, done):
+        import threading
+        self.what, self.total, self.done = what, total, done
+        self.t0 = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self):
+        while not self._stop.wait(LOG_EVERY_S):
+            n = self.done()
+            print(f"evalkit: {self.what}: {n}/{self.total} requests ({100 * n / max(1, self.total):.0f}%), "
+                  f"{time.monotonic() - self.t0:.0f}s", file=sys.stderr, flush=True)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(timeout=5)

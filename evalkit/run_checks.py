@@ -64,8 +64,8 @@ def _overflow(backend, req, max_len: int) -> Optional[dict]:
 def prompts_over_context(task_runs: list, backend) -> dict:
     """{task: {doc position: info}} for the docs whose prompt is longer than the context; warns."""
     max_len = _max_length(backend)
-    if not max_len or not hasattr(backend, "encode"):
-        return {}
+    if not max_len or not hasattr(backend, "encode") or not getattr(backend, "tokenizer_ready", True):
+        return {}  # (a vLLM engine that a fully cached run never started is not started for this)
     out = {}
     for tr in task_runs:
         found = {}

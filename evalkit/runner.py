@@ -89,9 +89,7 @@ def plan(config: RunConfig, backend=None, task_runs: Optional[list[TaskRun]] = N
     task_runs = task_runs if task_runs is not None else load_tasks(config)
     for tr in task_runs:
         tr.requests = [tr.task.requests(d, ctx) for d in tr.docs]
-    # counted, warned, recorded per sample
-    too_long = run_checks.prompts_over_context(task_runs, backend) if backend is not None else {}
-    return Plan(config, ctx, task_runs, too_long)
+    return Plan(config, ctx, task_runs)
 
 
 # ---- phase 2: answer --------------------------------------------------------------------------
@@ -166,6 +164,8 @@ def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "res
     p = plan(config, backend, task_runs)
     t_prep = time.time()
     answers, engine_stats = answer(p, backend, cache, progress)
+    # after the answers, so a cached rerun needs no tokenizer: counted, warned, recorded per sample
+    p.too_long = run_checks.prompts_over_context(p.task_runs, backend)
     t_model = time.time()
     entries, rows = score(p, answers)
     run = new_run("evaluation", model_info(backend, model_spec, model_args), config.to_record(), entries,

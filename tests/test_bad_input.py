@@ -307,3 +307,15 @@ def test_verbose_shows_the_traceback(capsys, gsm):
     rc, out, err = run_cli(capsys, "run", "--model", NO_MODEL, "--tasks", "gsm8k", "--data", f"gsm8k={gsm}",
                            "--num-fewshot", "-3", "--verbose")
     assert rc == 2 and "Traceback" in err and "--num-fewshot -3" in err
+
+
+def test_a_valid_gate_config_still_runs(capsys, gsm, tmp_path):
+    with FaultServer() as srv:
+        cfg = tmp_path / "gate.toml"
+        cfg.write_text(f'baseline_model = "openai:{MODEL}"\nbaseline_model_args = "base_url={srv.base_url}"\n'
+                       f'tasks = ["gsm8k"]\ndata = {{gsm8k = "{gsm}"}}\nlimit = 3\n'
+                       f'[candidate]\nmodel_args = {{base_url = "{srv.base_url}"}}\n[compare]\nalpha = 0.05\nmargin = 1\n')
+        rc, out, err = run_cli(capsys, "gate", "--config", str(cfg), "--candidate", f"openai:{MODEL}",
+                               "--cache-dir", str(tmp_path / "c"), "--output", str(tmp_path / "r"))
+    assert rc == 0, err
+    assert len(list((tmp_path / "r").glob("*/run.json"))) == 2

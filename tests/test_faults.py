@@ -43,7 +43,8 @@ def gsm(tmp_path) -> Path:
     d.mkdir()
     train = [{"question": f"Train question {i}?", "answer": f"Worked answer {i}. #### {i}"} for i in range(5)]
     (d / "train.jsonl").write_text("".join(json.dumps(x) + "\n" for x in train))
-    (d / "test.jsonl").write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in QUESTIONS.items()))
+    test = [{"question": q, "answer": a} for q, a in QUESTIONS.items()]
+    (d / "test.jsonl").write_text("".join(json.dumps(x) + "\n" for x in test))
     return d
 
 
@@ -306,8 +307,9 @@ def test_sigint_keeps_what_finished(server, gsm, tmp_path):
     import time
 
     server.faults = [None, ("stall", 8.0)]
-    args = ["run", "--model", f"openai:{MODEL}", "--base-url", server.base_url, "--model-args", FAST + ",concurrency=1,timeout=20",
-            "--tasks", "gsm8k", "--data", f"gsm8k={gsm}", "--cache-dir", str(tmp_path / "cache"), "--no-output"]
+    args = ["run", "--model", f"openai:{MODEL}", "--base-url", server.base_url,
+            "--model-args", FAST + ",concurrency=1,timeout=20", "--tasks", "gsm8k", "--data", f"gsm8k={gsm}",
+            "--cache-dir", str(tmp_path / "cache"), "--no-output"]
     proc = subprocess.Popen([sys.executable, "-m", "evalkit", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=str(REPO))
     deadline = time.time() + 60
@@ -318,3 +320,9 @@ def test_sigint_keeps_what_finished(server, gsm, tmp_path):
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert "finished work is in the cache" in err
     assert cached_rows(tmp_path) == 1
+
+
+def test_a_host_that_does_not_resolve_fails_at_once(gsm, tmp_path):
+    r = evalkit("run", "--model", f"openai:{MODEL}", "--base-url", "http://no-such-host.invalid/v1",
+                "--tasks", "gsm8k", "--data", f"gsm8k={gsm}", "--no-cache", "--no-output", timeout=60)
+    assert_clean_error(r, "cannot resolve no-such-host.invalid", "--base-url")

@@ -233,7 +233,8 @@ class OpenAIBackend(Backend):
         out = []
         for text, start, lp in zip(texts, bounds, self._echo_logprobs(texts)):
             try:
-                offs, tl, top, toks = lp["text_offset"], lp["token_logprobs"], lp.get("top_logprobs") or [], lp["tokens"]
+                offs, tl, toks = lp["text_offset"], lp["token_logprobs"], lp["tokens"]
+                top = lp.get("top_logprobs") or []
                 idx = [j for j, o in enumerate(offs) if start <= o < len(text)]
                 ok = idx and not any(tl[j] is None for j in idx)
                 if ok:

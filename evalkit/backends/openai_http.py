@@ -6,6 +6,7 @@ import http.client
 import json
 import logging
 import random
+import socket
 import threading
 import time
 import urllib.parse
@@ -93,6 +94,9 @@ class _Http:
             try:
                 self._count("http_calls")
                 status, data, headers = self._once(method, path, body)
+            except socket.gaierror as e:  # the host name does not resolve: retrying will not help
+                raise BackendError(f"{method} {self.shown}{path}: cannot resolve {self.host} ({e.strerror or e}); "
+                                   f"check --base-url (offline?)") from None
             except (OSError, http.client.HTTPException) as e:  # refused, reset, timeout, bad status line
                 last, malformed = f"{type(e).__name__}: {e}", False
             else:

@@ -132,6 +132,11 @@ class VLLMBackend(TokenizerMixin, Backend):
         return self._llm
 
     @property
+    def tokenizer_ready(self) -> bool:
+        """Whether encoding is cheap now (the engine, which holds the tokenizer, is running)."""
+        return (self._engine_owner or self)._llm is not None
+
+    @property
     def tokenizer(self):
         return self.llm.get_tokenizer()
 

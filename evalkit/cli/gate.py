@@ -205,7 +205,8 @@ def run_model(spec: str, model_args: dict, config: RunConfig, cache, output: str
     split_spec(spec)
     backend = make_backend(spec, model_args)
     try:
-        out = evaluate(backend, config, cache, output, model_spec=spec, model_args=model_args, progress=False)
+        out = evaluate(backend, config, cache, output, model_spec=spec, model_args=model_args,
+                       progress=True)  # a bar on a terminal, progress lines in CI logs
     finally:
         backend.close()
     run = out["run"]
