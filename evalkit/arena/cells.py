@@ -24,6 +24,7 @@ __all__ = ["Cells", "aggregate", "win_graph_components"]
 
 # winner code (model_a, model_b, tie, tie (bothbad)) -> outcome index (A's score * 2)
 _OUTCOME_INDEX = np.array([2, 0, 1, 1], dtype=np.int64)
+_SLICE = 1 << 20       # battles per slice: temporaries stay ~40 MB whatever the number of battles
 
 
 @dataclass(frozen=True)
@@ -83,18 +84,28 @@ def aggregate(table: BattleTable, weights: Sequence[float] | None = None) -> Cel
     if n == 0:
         raise ValueError("no battles to rate")
     m = len(table.models)
-    key = (table.a.astype(np.int64) * m + table.b) * 3 + _OUTCOME_INDEX[table.winner]
     wt = None
     if weights is not None:
         wt = np.asarray(weights, dtype=np.float64)
         if wt.shape != (n,) or not np.all(np.isfinite(wt)) or np.any(wt < 0):
             raise ValueError("weights must be one finite, non-negative number per battle")
-    if m * m * 3 <= max(4 * n, 1 << 20):          # dense keys: one bincount
-        occupied = np.bincount(key, minlength=m * m * 3)
+
+    def keys(lo: int, hi: int) -> np.ndarray:
+        return (table.a[lo:hi].astype(np.int64) * m + table.b[lo:hi]) * 3 + _OUTCOME_INDEX[table.winner[lo:hi]]
+
+    size = m * m * 3
+    if size <= max(4 * n, 1 << 20):               # dense keys: bincount, a slice at a time
+        occupied = np.zeros(size, dtype=np.int64)
+        summed = None if wt is None else np.zeros(size)
+        for lo in range(0, n, _SLICE):
+            key = keys(lo, lo + _SLICE)
+            occupied += np.bincount(key, minlength=size)
+            if summed is not None:
+                summed += np.bincount(key, wt[lo:lo + _SLICE], minlength=size)
         cells = np.flatnonzero(occupied)
-        counts = (occupied[cells] if wt is None else np.bincount(key, wt, minlength=m * m * 3)[cells])
+        counts = occupied[cells] if summed is None else summed[cells]
     else:                                          # many models, few battles: sort instead
-        cells, inverse = np.unique(key, return_inverse=True)
+        cells, inverse = np.unique(keys(0, n), return_inverse=True)
         counts = np.bincount(inverse.reshape(-1), wt, minlength=len(cells))
     pair, outcome = np.divmod(cells, 3)
     pairs = np.stack(np.divmod(pair, m), axis=1)

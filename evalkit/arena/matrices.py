@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .cells import aggregate
 from .table import BattlesLike, BattleTable, as_table
 
 __all__ = ["battle_count_matrix", "predicted_win_rate_matrix", "win_rate_matrix"]
@@ -18,22 +19,23 @@ def _square(models: Sequence[str], values: np.ndarray) -> pd.DataFrame:
 
 def _pair_tallies(battles: BattlesLike | BattleTable, models: Sequence[str] | None):
     """``(names, wins, ties)``: ``wins[i, j]`` battles row model i won against j,
-    ``ties[i, j]`` (symmetric) their ties; battles of models outside ``names`` are dropped."""
+    ``ties[i, j]`` (symmetric) their ties; battles of models outside ``names`` are dropped.
+    Counted from the aggregated cells, so the cost does not grow with the battles."""
     table = as_table(battles)
     names = list(models) if models is not None else sorted(table.models)
-    pos = {m: i for i, m in enumerate(names)}
-    where = np.array([pos.get(m, -1) for m in table.models], dtype=np.int64)
     n = len(names)
-    i, j = where[table.a], where[table.b]
+    wins, ties = np.zeros((n, n)), np.zeros((n, n))
+    if not len(table):
+        return names, wins, ties
+    cells = aggregate(table)
+    pos = {m: i for i, m in enumerate(names)}
+    where = np.array([pos.get(m, -1) for m in cells.models], dtype=np.int64)
+    i, j = where[cells.pairs[:, 0]], where[cells.pairs[:, 1]]
     keep = (i >= 0) & (j >= 0)
-    i, j, w = i[keep], j[keep], table.winner[keep]
-
-    def count(rows, cols, mask):
-        return np.bincount(rows[mask] * n + cols[mask], minlength=n * n).reshape(n, n).astype(np.float64)
-
-    wins = count(i, j, w == 0) + count(j, i, w == 1)
-    tie = w >= 2
-    ties = count(i, j, tie)
+    i, j, o, c = i[keep], j[keep], cells.outcomes[keep], cells.counts[keep]
+    np.add.at(wins, (i[o == 1], j[o == 1]), c[o == 1])
+    np.add.at(wins, (j[o == 0], i[o == 0]), c[o == 0])
+    np.add.at(ties, (i[o == 0.5], j[o == 0.5]), c[o == 0.5])
     return names, wins, ties + ties.T
 
 

@@ -118,11 +118,14 @@ class BattleTable:
     def tallies(self) -> pd.DataFrame:
         """Per model ``wins``, ``losses``, ``ties`` and ``n_battles`` (either side)."""
         m = len(self.models)
-        a_won, b_won = self.winner == 0, self.winner == 1
-        tie = ~(a_won | b_won)
-        wins = np.bincount(self.a[a_won], minlength=m) + np.bincount(self.b[b_won], minlength=m)
-        losses = np.bincount(self.b[a_won], minlength=m) + np.bincount(self.a[b_won], minlength=m)
-        ties = np.bincount(self.a[tie], minlength=m) + np.bincount(self.b[tie], minlength=m)
+        wins, losses, ties = (np.zeros(m, dtype=np.int64) for _ in range(3))
+        for lo in range(0, len(self), 1 << 20):          # a slice at a time: bounded temporaries
+            a, b, w = (x[lo:lo + (1 << 20)] for x in (self.a, self.b, self.winner))
+            a_won, b_won = w == 0, w == 1
+            tie = ~(a_won | b_won)
+            wins += np.bincount(a[a_won], minlength=m) + np.bincount(b[b_won], minlength=m)
+            losses += np.bincount(b[a_won], minlength=m) + np.bincount(a[b_won], minlength=m)
+            ties += np.bincount(a[tie], minlength=m) + np.bincount(b[tie], minlength=m)
         out = pd.DataFrame({"wins": wins, "losses": losses, "ties": ties},
                            index=pd.Index(self.models, name="model")).astype(np.int64)
         out["n_battles"] = out.sum(axis=1)
