@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
-import os
 import re
 import subprocess
 import sys
