@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import shared
+from tests.conftest import shared
 from evalkit.rl import shared_verifier, trl_reward
 from evalkit.rl.export import iter_items, rows
 

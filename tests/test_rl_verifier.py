@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from conftest import shared
+from tests.conftest import shared
 from evalkit.requests import Completion
 from evalkit.rl import Verifier
 from evalkit.rl.export import iter_items
