@@ -5,8 +5,9 @@ canonical programs) are scored twice: as the evaluation scores a completion (doc
 task from the data files, ``Task.score_all``, one generate request answered by the completion) and
 as a reward (``evalkit.rl.Verifier`` over the exported gold record). Perturbed copies: GSM8K's
 final number + 1; MATH solutions whose integer answer is boxed + 1. Prints, per set, how many items
-agree and the mean value. MATH checks math_verify on both sides (``judge_math_verify``: the same
-``math_verify_equiv`` call as ``judge_one``, without minerva's 5x slower sympy check).
+agree and the mean value. On MATH the evaluation side computes ``judge_one``'s math_verify verdict
+(``math_verify_equiv``, without minerva's 5x slower sympy check); the reward side is the verifier's
+``judge_math_verify`` (the same verify, the gold's parse memoised per worker).
 
     python bench/check_rl_parity.py --sets gsm8k,humaneval,mbpp
     python bench/check_rl_parity.py --sets math --math-part 1/2     # then 2/2: each part ~5 min on 2 cores
@@ -23,11 +24,20 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 DATA = REPO.parent / "shared" / "data"
 
-from evalkit.math_equivalence import judge_math_verify  # noqa: E402
+from evalkit.math_equivalence import math_verify_equiv  # noqa: E402
 from evalkit.requests import Completion  # noqa: E402
 from evalkit.rl import Verifier  # noqa: E402
 from evalkit.rl.export import iter_items  # noqa: E402
 from evalkit.task import RunContext  # noqa: E402
+
+def judge_eval_math_verify(item):
+    """``judge_one``'s math_verify verdict, computed as it computes it (no memo), without minerva."""
+    try:
+        return {"math_verify": float(math_verify_equiv(item.gold_solution, item.completion)), "exact_match": None,
+                "status": "ok"}
+    except Exception as e:  # noqa: BLE001 -- judge_one's handling
+        return {"math_verify": 0.0, "exact_match": None, "status": f"math_verify error: {type(e).__name__}"}
+
 
 SETS = {"gsm8k": ("gsm8k", DATA / "gsm8k", "exact_match_numeric"),
         "math": ("math", DATA / "math" / "MATH", "math_verify"),
@@ -74,7 +84,7 @@ def main():
                 ok &= check("GSM8K test gold answers", task, docs, records, gold, metric, ver)
                 ok &= check("GSM8K final number + 1", task, docs, records, [bump(t) for t in gold], metric, ver)
             elif name == "math":
-                task.judge_fn = judge_math_verify
+                task.judge_fn = judge_eval_math_verify
                 gold = [r["solution"] for r in records]
                 ok &= check("MATH test reference solutions", task, docs, records, gold, metric, ver)
                 idx = [i for i, r in enumerate(records) if re.fullmatch(r"-?\d+", docs[i].target.strip())

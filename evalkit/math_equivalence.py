@@ -242,12 +242,31 @@ def judge_one(item: JudgeItem) -> dict:
 
 _pool: Optional[ProcessPoolExecutor] = None
 _pool_lock = threading.Lock()
+_GOLD_PARSES: dict = {}
+
+
+def _parsed_gold(text: str):
+    """``parse(text)`` memoised per worker (a GRPO group's G completions share one gold); a parse that
+    found nothing (e.g. math-verify's own timeout under load) is not kept."""
+    from math_verify import parse
+    if text in _GOLD_PARSES:
+        return _GOLD_PARSES[text]
+    parsed = parse(text)
+    if parsed:
+        if len(_GOLD_PARSES) >= 4096:
+            _GOLD_PARSES.clear()
+        _GOLD_PARSES[text] = parsed
+    return parsed
+
+
 def judge_math_verify(item: JudgeItem) -> dict:
-    """Only the ``math_verify`` verdict (``exact_match`` is None: not computed). Rewards that train on
-    math_verify use it: minerva's sympy check is ~5x slower. Runs inside a worker process."""
+    """Only the ``math_verify`` verdict (``exact_match`` is None: not computed), as ``judge_one``
+    computes it (``verify(parse(gold), parse(completion))``, the gold's parse memoised). Rewards that
+    train on math_verify use it: minerva's sympy check is ~5x slower. Runs inside a worker process."""
+    from math_verify import parse, verify
     out = {"math_verify": 0.0, "exact_match": None, "status": "ok"}
     try:
-        out["math_verify"] = float(math_verify_equiv(item.gold_solution, item.completion))
+        out["math_verify"] = float(bool(verify(gold=_parsed_gold(item.gold_solution), target=parse(item.completion))))
     except Exception as e:  # noqa: BLE001 -- a parser failure is a wrong answer, not a crash
         out["status"] = f"math_verify error: {type(e).__name__}"
     return out

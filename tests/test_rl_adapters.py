@@ -6,7 +6,6 @@ import asyncio
 import importlib
 import importlib.util
 import json
-import os
 import re
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -14,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import shared
-from evalkit.rl import Verifier, shared_verifier, trl_reward
+from tests.conftest import shared
+from evalkit.rl import shared_verifier, trl_reward
 from evalkit.rl.export import iter_items, rows
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,7 +38,6 @@ def cases():
         g, p = json.dumps(rec), doc.query
         out += [("math500", g, p, rec["solution"]), ("math500", g, p, "I think it is \\boxed{x+12345}."),
                 ("math500", g, p, "no idea")]
-    task_mbpp = None
     for task, doc, rec in iter_items("mbpp", str(shared("mbpp")), limit=50):
         g, p = json.dumps(rec), doc.query
         out += [("mbpp", g, p, rec["code"] + "\n[DONE]"), ("mbpp", g, p, "def nothing():\n    return 0\n")]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import shared
+from tests.conftest import shared
 from evalkit.cli import main
 from evalkit.rl.diagnostics import group_diagnostics, learnable_items, run_diagnostics
 

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from conftest import shared
+from tests.conftest import shared
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from conftest import shared
+from tests.conftest import shared
 from evalkit.requests import Completion
 from evalkit.rl import Verifier
 from evalkit.rl.export import iter_items
@@ -55,7 +55,7 @@ def test_gsm8k_gold_solutions_and_perturbed_copies():
     assert ver.rewards(plain, gold_texts) == [1.0] * 1319
 
 
-@pytest.mark.slow  # ~1,300 math-verify checks: ~1-4 minutes on 2 loaded cores
+@pytest.mark.slow  # the eval side runs judge_one (math-verify + minerva's sympy check): ~3 minutes loaded
 def test_math500_gold_solutions_and_perturbed_copies():
     task, docs, records = items("math500", shared("math", "MATH-500", "test.jsonl"))
     assert len(docs) == 500

@@ -9,8 +9,9 @@ strings, or ``[{"role": "assistant", "content": ...}]`` for conversational datas
 
 The gold comes from the dataset column ``gold_column`` (default ``"gold"``, as ``evalkit export-rl
 --format trl`` writes it; ``"solution"`` or ``"answer"`` columns with plain answers work too). The
-callable's ``__name__`` is ``evalkit_<task>``, so TRL logs ``rewards/evalkit_<task>/mean``; it
-logs the verifier hash once through ``log_extra`` / ``log_metric`` is left to TRL's own metrics.
+callable's ``__name__`` is ``evalkit_<task>``, so TRL logs ``rewards/evalkit_<task>/mean``; each
+verdict's reason and the verifier hash go into TRL's completions table through ``log_extra``, and
+``log_metric`` gets the number of unusable golds per batch.
 """
 from __future__ import annotations
 
