@@ -56,6 +56,6 @@ def merge_runs(paths: list, output_dir) -> Path:
         for k, v in r.data.get("timings", {}).items():
             timings[k] = round(max(timings.get(k, 0), v), 3)  # shards run side by side: wall = slowest
     head = recs[0].run
-    run = new_run("merge", head.model, {**first["config"], "shard": None}, tasks_out, versions=head.versions,
+    run = new_run("evaluation", head.model, {**first["config"], "shard": None}, tasks_out, versions=head.versions,
                   git_sha=head.git_sha, engine=engine, timings=timings, merged_from=[r.run_id for r in recs])
     return write_run(output_dir, run, samples_out)

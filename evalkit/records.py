@@ -32,7 +32,7 @@ from evalkit.redact import scrub
 
 SCHEMA_VERSION = 2
 #: what produced a record
-KINDS = ("evaluation", "rescore", "merge", "mt_bench", "arena", "import")
+KINDS = ("evaluation", "rescore", "mt_bench", "arena", "import")  # a merge of shards is an evaluation
 
 
 class RecordError(ValueError):
@@ -184,8 +184,6 @@ def _infer_kind(d: dict) -> str:
     cfg = d.get("config") or {}
     if cfg.get("rescored"):
         return "rescore"
-    if d.get("merged_from"):
-        return "merge"
     if "mt_bench" in cfg:
         return "mt_bench"
     if "arena" in cfg:

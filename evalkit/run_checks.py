@@ -24,8 +24,6 @@ def require_docs(task, picked: list, config) -> None:
         return
     source = config.data_paths.get(task.name) or task.dataset.hub_path or "its data"
     how = []
-    if config.shard:
-        how.append(f"shard {config.shard[0]}/{config.shard[1]}")
     if config.limit is not None:
         how.append(f"--limit {config.limit}")
     raise DataError(f"task {task.name}: no documents to evaluate in {source}"

@@ -76,8 +76,10 @@ def load_tasks(config: RunConfig) -> list[TaskRun]:
     for name in config.tasks:
         task = make_task(name, config)
         run_checks.check_fewshot_source(task, config.num_fewshot)
-        picked = select_docs(task.eval_docs(), config.limit, config.shard)
-        run_checks.require_docs(task, picked, config)
+        docs = task.eval_docs()
+        # zero docs is an error for the evaluation as a whole; one shard may hold none of a task's
+        run_checks.require_docs(task, docs[:config.limit] if config.limit is not None else docs, config)
+        picked = select_docs(docs, config.limit, config.shard)
         runs.append(TaskRun(task, [d for _, d in picked], [], [k for k, _ in picked]))
     return runs
 
