@@ -101,7 +101,7 @@ def render(store, filters: tables.Filters) -> None:
     with st.expander("Metric per column"):
         for _, c in meta[meta["col"].isin(shown)].iterrows():
             current = chosen_metric(cells, c["col"])
-            st.selectbox(c["col_label"], c["metrics"], index=c["metrics"].index(current), key=metric_key(c["col"]))
+            choose(st, "selectbox", c["col_label"], c["metrics"], metric_key(c["col"]), default=current)
     metric_for = {c: chosen_metric(cells, c) for c in shown}
     left, mid = st.columns(2)
     sort_by = choose(left, "selectbox", "Sort by", [tables.OVERALL] + shown, "lb_sort", default=tables.OVERALL,
@@ -113,7 +113,7 @@ def render(store, filters: tables.Filters) -> None:
     left, mid = st.columns(2)
     weighting = choose(mid, "radio", "Overall weights", list(ranking.WEIGHTS), "lb_weight", default="equal",
                        horizontal=True, help="items: each column weighs its number of items")
-    best_first = left.toggle("Best first", value=True, key="lb_best_first")
+    best_first = left.toggle("Best first", value=True, key="lb_best_first", persist_state="session")
     lb = board.build_leaderboard(cells, metric_for, shown, sort_by, best_first, over or None, weighting)
     n_models, n_runs = len(lb.display), cells["run_id"].nunique()
     st.caption(f"{n_models} models · {len(shown)} columns · {n_runs} runs · overall over "

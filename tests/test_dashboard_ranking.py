@@ -84,3 +84,23 @@ def test_page_shows_coverage_groups(monkeypatch, results):
     at.run()
     grid = next(d.value for d in at.dataframe if "#" in d.value.columns)
     assert list(grid["model"][:2]) == ["solo-a", "solo-b"] and set(grid["coverage"]) == {"1/1"}   # all cover task_a
+
+
+def test_leaderboard_state_survives_switching_views(monkeypatch, results):
+    monkeypatch.setenv("EVALKIT_DASHBOARD_RESULTS", str(results))
+    monkeypatch.setenv("EVALKIT_DASHBOARD_BATTLES", "")
+    at = AppTest.from_file(str(APP), default_timeout=120).run()
+    a, b = col_key("task_a", "1", "p-task_a"), col_key("task_b", "1", "p-task_b")
+    at.multiselect(key="lb_columns").set_value([a, b])
+    at.selectbox(key="lb_sort").set_value(b)
+    at.toggle(key="lb_best_first").set_value(False)
+    at.run()
+    at.sidebar.radio(key="view").set_value("Task")
+    at.run()
+    assert at.title[0].value == "Task"
+    at.sidebar.radio(key="view").set_value("Leaderboard")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.multiselect(key="lb_columns").value == [a, b] and at.selectbox(key="lb_sort").value == b
+    grid = next(d.value for d in at.dataframe if "#" in d.value.columns)
+    assert list(grid["model"][:3]) == ["wide-3", "wide-2", "wide-1"]       # worst first on task_b, kept
