@@ -1,26 +1,20 @@
-"""Rating a list of battles and the ``tasks["arena"]`` entry of a run record: pure functions (numpy and
-pandas only, no engine, backend or runner), shared by ``evalkit arena rate``/``run`` (judges/arena.py)
-and the leaderboard, which rates ``--battles`` files in memory."""
+"""Rating a list of battles and the ``tasks["arena"]`` entry of a run record: pure functions (numpy,
+pandas, ``evalkit.task.content_hash``; no engine, backend or runner), shared by ``evalkit arena rate``
+and ``run`` (judges/arena.py) and by the leaderboard, which rates ``--battles`` files in memory."""
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import warnings
 from collections import Counter
 from functools import partial
 from typing import Optional, Sequence
 
+from evalkit.task import content_hash
+
 from .battles import Battle
 from .ratings import battle_count_matrix, compute_bt, compute_online_elo, rating_table, win_rate_matrix
 
 TASK = "arena"
-
-
-def content_hash(obj) -> str:
-    """The same 16-hex sha256 of canonical JSON as ``evalkit.task.content_hash``."""
-    blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
 def _matrix(df) -> dict:
