@@ -27,7 +27,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from evalkit.arena import Battle, compute_bt, write_battles
-from evalkit.arena.summary import _matrix, arena_entry, rate  # noqa: F401 - rate and _matrix stay importable here
+from evalkit.arena.summary import arena_entry, rate  # noqa: F401 - rate stays importable from here
 from evalkit.data import DataError, read_records
 from evalkit.records import SCHEMA_VERSION, write_run
 from evalkit.runner import git_sha, package_versions, run_id_for

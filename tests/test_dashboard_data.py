@@ -20,7 +20,7 @@ from evalkit.cli import main
 from evalkit.compare import NotComparable
 from evalkit.compare.analysis import CompareOptions
 from evalkit.dashboards import data, pairs, tables
-from evalkit.records import RunRecord, load_run
+from evalkit.records import load_run
 
 
 @pytest.fixture(scope="session")
