@@ -150,5 +150,5 @@ def heat_frame(lb: Leaderboard) -> pd.DataFrame:
                          "text": fmt(x),
                          "ci_low": lb.ci_low.at[e, c], "ci_high": lb.ci_high.at[e, c],
                          "rank": None if pd.isna(r) else int(r), "entry": e})
-    return pd.DataFrame(rows, columns=["model", "column", "col", "value", "goodness", "text", "ci_low", "ci_high", "rank",
-                                       "entry"])
+    return pd.DataFrame(rows, columns=["model", "column", "col", "value", "goodness", "text", "ci_low", "ci_high",
+                                       "rank", "entry"])

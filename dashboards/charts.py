@@ -28,7 +28,8 @@ def plot_height(rows: int, row: int = ROW) -> int:
 
 
 def _y(field: str, order: list, title=None) -> alt.Y:
-    return alt.Y(f"{field}:N", sort=order, title=title, axis=alt.Axis(labelLimit=0, labelOverlap=False, labelFontSize=12))
+    return alt.Y(f"{field}:N", sort=order, title=title,
+                 axis=alt.Axis(labelLimit=0, labelOverlap=False, labelFontSize=12))
 
 
 def ci_dots(frame: pd.DataFrame, label: str = "model", value: str = "value", lo: str = "ci_low",
@@ -81,8 +82,8 @@ def score_heatmap(long: pd.DataFrame, models: list, columns: list, title: str = 
     rect = base.mark_rect(stroke="white").encode(
         x=x, y=y, tooltip=tooltip,
         color=alt.Color("goodness:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]),
-                        legend=alt.Legend(title="within column", values=[0, 1], labelExpr="datum.value ? 'best' : "
-                                                                                             "'worst'"))).add_params(sel)
+                        legend=alt.Legend(title="within column", values=[0, 1],
+                                          labelExpr="datum.value ? 'best' : 'worst'"))).add_params(sel)
     text = base.mark_text(fontSize=11).encode(
         x=x, y=y, text="text:N",
         color=alt.condition("datum.goodness > 0.6", alt.value("white"), alt.value("black")))
@@ -95,14 +96,17 @@ def breakdown_heatmap(frame: pd.DataFrame, title: str = "") -> alt.LayerChart:
     groups = sorted(data["group"].unique(), key=_natural)
     models = list(dict.fromkeys(data["model"]))
     y = alt.Y("group:N", sort=groups, title=None, axis=alt.Axis(labelLimit=0, labelOverlap=False, labelFontSize=11))
-    x = alt.X("model:N", sort=models, title=None, axis=alt.Axis(orient="top", labelAngle=-25, labelLimit=0, labelOverlap=False))
+    x = alt.X("model:N", sort=models, title=None,
+              axis=alt.Axis(orient="top", labelAngle=-30, labelLimit=0, labelOverlap=False, labelAlign="left"))
     tooltip = ["group:N", "model:N", alt.Tooltip("value:Q", format=".4g"), alt.Tooltip("ci_low:Q", format=".4g"),
                alt.Tooltip("ci_high:Q", format=".4g"), "n:Q"]
     base = alt.Chart(data, title=title)
     rect = base.mark_rect(stroke="white").encode(x=x, y=y, tooltip=tooltip,
                                                  color=alt.Color("value:Q", scale=alt.Scale(scheme="viridis")))
+    mid = (data["value"].min() + data["value"].max()) / 2 if len(data) else 0.0
     text = base.mark_text(fontSize=10).encode(x=x, y=y, text=alt.Text("value:Q", format=".3~g"),
-                                              color=alt.value("white"))
+                                              color=alt.condition(f"datum.value > {mid}", alt.value("black"),
+                                                                  alt.value("white")))
     return svg((rect + text).properties(height=plot_height(len(groups), DENSE_ROW)))
 
 
@@ -135,7 +139,12 @@ def heatmap(matrix: pd.DataFrame, title: str, value_format: str = ".2f", scheme:
     rect = base.mark_rect(stroke="white").encode(x=x, y=y, color=alt.Color("value:Q", scale=alt.Scale(scheme=scheme)),
                                                  tooltip=["model:N", "opponent:N",
                                                           alt.Tooltip("value:Q", format=value_format)])
-    text = base.mark_text(fontSize=11).encode(x=x, y=y, text=alt.Text("value:Q", format=value_format))
+    lo, hi = (long["value"].min(), long["value"].max()) if len(long) else (0.0, 0.0)
+    dark = f"datum.value > {lo + 0.8 * (hi - lo)}"                # dark cells get white text
+    if scheme == "redblue":
+        dark += f" || datum.value < {lo + 0.2 * (hi - lo)}"
+    text = base.mark_text(fontSize=11).encode(x=x, y=y, text=alt.Text("value:Q", format=value_format),
+                                              color=alt.condition(dark, alt.value("white"), alt.value("black")))
     return svg((rect + text).properties(height=plot_height(len(order), 34)))
 
 

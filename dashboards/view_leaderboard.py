@@ -101,18 +101,19 @@ def render(store, filters: tables.Filters) -> None:
     with st.expander("Metric per column"):
         for _, c in meta[meta["col"].isin(shown)].iterrows():
             current = chosen_metric(cells, c["col"])
-            st.selectbox(c["col_label"], c["metrics"], index=c["metrics"].index(current), key=metric_key(c["col"]))
+            choose(st, "selectbox", c["col_label"], c["metrics"], metric_key(c["col"]), default=current)
     metric_for = {c: chosen_metric(cells, c) for c in shown}
-    left, mid, right = st.columns([3, 3, 1])
+    left, mid = st.columns(2)
     sort_by = choose(left, "selectbox", "Sort by", [tables.OVERALL] + shown, "lb_sort", default=tables.OVERALL,
                      format_func=lambda c: "overall (coverage, then mean win rate)" if c == tables.OVERALL
                      else label[c])
     over = choose(mid, "multiselect", "Overall over columns", shown, "lb_overall", format_func=label.get,
                   placeholder="the columns most models share",
                   help="the overall ranks models only against models with results in the same of these columns")
-    weighting = choose(right, "radio", "Weights", list(ranking.WEIGHTS), "lb_weight", default="equal",
-                       help="items: each column weighs its number of items")
-    best_first = st.toggle("Best first", value=True, key="lb_best_first")
+    left, mid = st.columns(2)
+    weighting = choose(mid, "radio", "Overall weights", list(ranking.WEIGHTS), "lb_weight", default="equal",
+                       horizontal=True, help="items: each column weighs its number of items")
+    best_first = left.toggle("Best first", value=True, key="lb_best_first", persist_state="session")
     lb = board.build_leaderboard(cells, metric_for, shown, sort_by, best_first, over or None, weighting)
     n_models, n_runs = len(lb.display), cells["run_id"].nunique()
     st.caption(f"{n_models} models · {len(shown)} columns · {n_runs} runs · overall over "

@@ -172,10 +172,10 @@ def many_models(out: Path, n: int = 16) -> Path:
     for i in range(n):
         name = f"example-org/long-model-family-{7 + i}b-instruct-v{i % 3}.{i}"
         base = 0.35 + 0.5 * ((i * 7) % n) / n
-        tasks = {"mmlu_like": {"version": "1", "prompt_hash": "mm", "n_docs": 14042, "metrics": {"acc": mv(base, 14042)},
-                               "breakdowns": {f"subject:{s}": {"acc": mv(min(0.99, base * (0.6 + 0.8 * ((j * 13 + i)
-                                                                                                       % 57) / 57)), 100)}
-                                              for j, s in enumerate(SUBJECTS)}},
+        subjects = {f"subject:{s}": {"acc": mv(min(0.99, base * (0.6 + 0.8 * ((j * 13 + i) % 57) / 57)), 100)}
+                    for j, s in enumerate(SUBJECTS)}
+        tasks = {"mmlu_like": {"version": "1", "prompt_hash": "mm", "n_docs": 14042,
+                               "metrics": {"acc": mv(base, 14042)}, "breakdowns": subjects},
                  "gsm8k_like": {"version": "1", "prompt_hash": "gs", "n_docs": 1319,
                                 "metrics": {"exact_match": mv(max(0.02, base - 0.2 + 0.01 * (i % 5)), 1319)}},
                  "tiny_task": {"version": "1", "prompt_hash": "tt", "n_docs": 3,

@@ -193,3 +193,17 @@ def test_corrupted_samples_line_is_a_warning_not_a_traceback(page, server, resul
     assert f"{BROKEN_RUN}/samples_{BROKEN_TASK}.jsonl line {BROKEN_LINE}: not JSON" in text, text
     assert "Page (of 1, 2 samples)" in page.inner_text("body")   # the other lines still load
     no_traceback(page)
+
+
+def test_click_on_a_grid_cell_opens_that_models_samples(page, server, results):
+    shots.open_view(page, server.url, tag="wmt")                 # 2 rows; the translation value and CI on the right
+    grid = page.locator("[data-testid=stDataFrame]").first
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 0.8, box["y"] + 35 + 17)       # first data row (35 px rows)
+    page.get_by_role("heading", name="Task", exact=True).wait_for(timeout=60_000)
+    shots.wait_ready(page)
+    q = parse_qs(urlparse(page.url).query)
+    cells = store(results).cells()
+    uedin = cells[cells["model"] == "newstest2017.uedin-nmt.4722"]["run_id"].iloc[0]
+    assert q["task"] == [col_of(results, "translation")] and q["run"] == [uedin]
+    no_traceback(page)
