@@ -18,6 +18,26 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
+
+def tied_ranks(values, ci_low, ci_high, higher_is_better: bool = True) -> pd.Series:
+    """Ranks where statistically tied models share a place (the group-leader rule, module doc).
+    NaN values get no rank (NaN)."""
+    v = pd.Series(values, dtype=float)
+    lo = pd.Series(ci_low, dtype=float, index=v.index).fillna(v)
+    hi = pd.Series(ci_high, dtype=float, index=v.index).fillna(v)
+    ranks = pd.Series(np.nan, index=v.index)
+    known = v.dropna()
+    order = known.sort_values(ascending=not higher_is_better, kind="stable").index
+    leader = None
+    for pos, idx in enumerate(order, start=1):
+        if leader is not None and lo[idx] <= hi[leader] and lo[leader] <= hi[idx]:
+            ranks[idx] = ranks[leader]
+            continue
+        leader = idx
+        ranks[idx] = pos
+    return ranks
+
+
 WEIGHTS = ("equal", "items")
 RANKING_RULE = ("Overall: ranked only among models that cover the same overall columns (coverage); score = mean "
                 "win rate in that group (share of the group's other models beaten per column, ties ½), averaged "
@@ -62,7 +82,6 @@ def overall_ranking(values: pd.DataFrame, ci_low: pd.DataFrame, ci_high: pd.Data
                     rounds: int = 1000, seed: int = 0) -> pd.DataFrame:
     """One row per model (the index of ``values``): coverage (how many of ``cols`` it fills), covered
     (which), group (0 = the widest coverage), score, its CI, the tie-aware rank within the group."""
-    from .tables import tied_ranks
 
     cols = [c for c in cols if c in values.columns]
     out = pd.DataFrame(index=values.index, columns=OVERALL_COLUMNS, dtype=object)

@@ -19,6 +19,8 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from .ranking import tied_ranks  # noqa: F401 (the rank rule, re-exported)
+
 TIE_RULE = ("Ranks: per column, sorted best first, a model shares the rank of its group's leader while its "
             "95% CI overlaps the leader's CI; the first model that does not overlap leads the next group "
             "and takes its position as rank (1, 1, 3 …). '=' marks a shared rank.")
@@ -51,25 +53,6 @@ def cell_text(value, lo, hi, n, rank: Optional[int] = None, shared: bool = False
     nn = f" n={int(n)}" if n is not None and not pd.isna(n) else ""
     rk = f" #{rank}{'=' if shared else ''}" if rank is not None else ""
     return f"{fmt(value, digits)}{ci}{nn}{rk}"
-
-
-def tied_ranks(values, ci_low, ci_high, higher_is_better: bool = True) -> pd.Series:
-    """Ranks where statistically tied models share a place (the group-leader rule, module doc).
-    NaN values get no rank (NaN)."""
-    v = pd.Series(values, dtype=float)
-    lo = pd.Series(ci_low, dtype=float, index=v.index).fillna(v)
-    hi = pd.Series(ci_high, dtype=float, index=v.index).fillna(v)
-    ranks = pd.Series(np.nan, index=v.index)
-    known = v.dropna()
-    order = known.sort_values(ascending=not higher_is_better, kind="stable").index
-    leader = None
-    for pos, idx in enumerate(order, start=1):
-        if leader is not None and lo[idx] <= hi[leader] and lo[leader] <= hi[idx]:
-            ranks[idx] = ranks[leader]
-            continue
-        leader = idx
-        ranks[idx] = pos
-    return ranks
 
 
 def win_rates(values, higher_is_better: bool = True) -> pd.Series:
@@ -144,12 +127,6 @@ def default_metric(cells: pd.DataFrame, col: str) -> Optional[str]:
     if not len(grp):
         return None
     return str(grp.sort_values("metric_order", kind="stable")["metric"].iloc[0])
-
-
-def build_leaderboard(*args, **kwargs):
-    """``board.build_leaderboard`` (kept here for callers of the original module)."""
-    from .board import build_leaderboard as build
-    return build(*args, **kwargs)
 
 
 # ---- provenance -----------------------------------------------------------------------------------

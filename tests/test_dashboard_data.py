@@ -19,7 +19,7 @@ from evalkit.arena import battle_count_matrix, load_battles, win_rate_matrix
 from evalkit.cli import main
 from evalkit.compare import NotComparable
 from evalkit.compare.analysis import CompareOptions
-from evalkit.dashboards import data, pairs, tables
+from evalkit.dashboards import board, data, pairs, tables
 from evalkit.records import load_run
 
 
@@ -134,7 +134,7 @@ def test_leaderboard_cells_ranks_overall_and_sorting(store):
     cells = tables.filter_cells(store.cells(), tables.Filters())
     g50 = gsm_col(store, 50)
     tr = cells[cells["task"] == "translation"]["col"].iloc[0]
-    lb = tables.build_leaderboard(cells, {g50: "exact_match_flexible"}, [g50, tr], sort_by=g50)
+    lb = board.build_leaderboard(cells, {g50: "exact_match_flexible"}, [g50, tr], sort_by=g50)
     d = lb.display.set_index("model")
     label = lb.column_labels[g50]
     top = list(lb.display["model"][:3])
@@ -156,9 +156,9 @@ def test_leaderboard_cells_ranks_overall_and_sorting(store):
     assert by_model["gpt3-175b-finetuned"].startswith("0.500 [")
     cover = dict(zip(lb.display["model"], lb.display["coverage"]))
     assert by_model["newstest2017.uedin-nmt.4722"] == "–" and cover["newstest2017.uedin-nmt.4722"] == "0/1"
-    worst_first = tables.build_leaderboard(cells, {g50: "exact_match_flexible"}, [g50], g50, best_first=False)
+    worst_first = board.build_leaderboard(cells, {g50: "exact_match_flexible"}, [g50], g50, best_first=False)
     assert list(worst_first.display["model"][:3]) == top[::-1]
-    by_overall = tables.build_leaderboard(cells, {g50: "exact_match_flexible"}, [g50, tr])
+    by_overall = board.build_leaderboard(cells, {g50: "exact_match_flexible"}, [g50, tr])
     assert list(by_overall.values[tables.OVERALL].dropna()) == sorted(by_overall.values[tables.OVERALL].dropna(),
                                                                       reverse=True)
     assert lb.notes and "prompts differ" in lb.notes[0]
@@ -167,7 +167,7 @@ def test_leaderboard_cells_ranks_overall_and_sorting(store):
 def test_lower_is_better_column_sorts_ascending(store):
     cells = store.cells()
     tr = cells[cells["task"] == "translation"]["col"].iloc[0]
-    lb = tables.build_leaderboard(cells, {tr: "ter"}, [tr], sort_by=tr)
+    lb = board.build_leaderboard(cells, {tr: "ter"}, [tr], sort_by=tr)
     ter = {m: store.record(run_of(store, m)).metrics("translation")["ter"]["value"] for m in lb.display["model"]}
     assert list(lb.display["model"]) == sorted(ter, key=ter.get)          # lower TER first
     assert lb.display["rank"].iloc[0].startswith("1")
@@ -198,13 +198,13 @@ def test_filters(store, results, tmp_path):
                   & (latest["metric"] == "exact_match_flexible")]
     assert len(kept) == 1 and kept["created_at"].iloc[0] == mine["created_at"].max()
     assert len(tables.filter_cells(c, tables.Filters(latest_only=False))) == len(c)
-    lb = tables.build_leaderboard(latest, None, [col])
+    lb = board.build_leaderboard(latest, None, [col])
     assert any("several runs" in n for n in lb.notes)
 
 
 def test_provenance_names_every_cells_run(store):
     cells = tables.filter_cells(store.cells(), tables.Filters())
-    lb = tables.build_leaderboard(cells)
+    lb = board.build_leaderboard(cells)
     prov = tables.provenance(store, lb.cells)
     assert len(prov) == len(lb.cells.drop_duplicates(["entry", "col"]))
     for _, p in prov.iterrows():
@@ -358,7 +358,7 @@ def test_hundreds_of_runs_and_samples_stay_fast(results, tmp_path):
     t0 = time.perf_counter()
     s.refresh()
     cells = tables.filter_cells(s.cells(), tables.Filters())
-    lb = tables.build_leaderboard(cells)
+    lb = board.build_leaderboard(cells)
     t_first = time.perf_counter() - t0
     t0 = time.perf_counter()
     assert not s.refresh()
