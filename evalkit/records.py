@@ -142,8 +142,8 @@ class TaskEntry(_Typed):
     verifier_hash: Optional[str] = None      # parity certificate with evalkit.rl's rewards for this task
     other: dict = field(default_factory=dict)
 
-    OMIT_IF_NONE: typing.ClassVar[tuple] = ("rescored", "ratings", "battles_file", "truncated_prompts",
-                                            "verifier_hash")
+    OMIT_IF_NONE: typing.ClassVar[tuple] = ("samples_file", "rescored", "ratings", "battles_file",
+                                            "truncated_prompts", "verifier_hash")
 
 
 @dataclass

@@ -120,8 +120,12 @@ class Task:
         if "_fewshot_pool" not in self.__dict__:
             if self.fewshot_reads_eval_file():
                 raise self.fewshot_refusal(self.num_fewshot)
-            self._fewshot_pool = (self.load_docs(self.fewshot_split, path=self.fewshot_data_path)
-                                  if self.fewshot_split else [])
+            if not self.fewshot_split:
+                self._fewshot_pool = []
+            elif self.fewshot_data_path:  # --fewshot-data TASK=PATH
+                self._fewshot_pool = self.load_docs(self.fewshot_split, path=self.fewshot_data_path)
+            else:
+                self._fewshot_pool = self.load_docs(self.fewshot_split)
         return self._fewshot_pool
 
     def fewshot_reads_eval_file(self) -> bool:
