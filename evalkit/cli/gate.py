@@ -256,8 +256,8 @@ def run(args) -> int:
     if not spec and not saved:
         raise EvalkitError("no candidate: pass --candidate BACKEND:MODEL, --candidate-run RUN_DIR, "
                            "or set [candidate] model / run")
+    from evalkit import validation
     if not saved:
-        from evalkit import validation
         model_args = parse_model_args(args.candidate_args, "--candidate-args") if args.candidate_args is not None \
             else _kv(cand.get("model_args"))
         validation.check_model_args(split_spec(spec)[0], model_args, "--candidate-args / [candidate] model_args")
