@@ -220,7 +220,12 @@ def rescore(cfg: ScoreConfig, output_dir: Optional[str] = "results") -> dict:
     if not pairs:
         raise DataError(f"{preds.path}: no prediction matches a doc of task {cfg.task}")
     seed = cfg.seed if cfg.seed is not None else old_cfg.seed
-    config = RunConfig(tasks=[cfg.task], limit=cfg.limit, seed=seed, num_fewshot=old_cfg.num_fewshot,
+    num_fewshot, prompts_note = old_cfg.num_fewshot, None
+    if task.fewshot_reads_eval_file() and (num_fewshot is None or num_fewshot > 0):
+        # the prompts only document the samples here: never built from the evaluation file's own answers
+        num_fewshot, prompts_note = 0, (f"--data {data_path} is one file: sample prompts are shown zero-shot "
+                                        f"(the task's few-shot split is not in it); scores are unaffected")
+    config = RunConfig(tasks=[cfg.task], limit=cfg.limit, seed=seed, num_fewshot=num_fewshot,
                        apply_chat_template=old_cfg.apply_chat_template, system_prompt=old_cfg.system_prompt,
                        gen_overrides=old_cfg.gen_overrides,
                        data_paths={cfg.task: data_path or (REFS_PREFIX + json.dumps(references) if references
@@ -233,7 +238,8 @@ def rescore(cfg: ScoreConfig, output_dir: Optional[str] = "results") -> dict:
     changed = sorted(d.id for d, _ in pairs if d.id in preds.doc_hashes and preds.doc_hashes[d.id] != d.hash())
     entry.rescored = {"predictions": preds.path, "format": preds.kind, "sha256": preds.sha256,
                       "n_predictions": len(preds.by_id or preds.in_order or []), "n_scored": len(pairs),
-                      "docs_changed_since_run": changed[:20], "n_docs_changed_since_run": len(changed)}
+                      "docs_changed_since_run": changed[:20], "n_docs_changed_since_run": len(changed),
+                      **({"prompts": prompts_note} if prompts_note else {})}
     name = cfg.name or (old_model.name if old_model else "") or Path(preds.path).stem
     if old_model is not None:
         model = ModelInfo.from_dict(old_model.to_dict())
