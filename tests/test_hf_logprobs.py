@@ -123,7 +123,8 @@ def test_models_whose_projection_does_not_reproduce_their_logits_read_full_logit
     with torch.inference_mode():
         lp = torch.log_softmax(2 * real(input_ids=ids).logits[0], -1)
     want = sum(float(lp[len(ctx_ids) - 1 + i, t]) for i, t in enumerate(cont))
-    assert b.loglikelihood([LoglikelihoodRequest("The sky is", " blue today")])[0].logprob == pytest.approx(want, abs=2e-4)
+    got = b.loglikelihood([LoglikelihoodRequest("The sky is", " blue today")])[0]
+    assert got.logprob == pytest.approx(want, abs=2e-4)
 
 
 def _raise_once_over(limit, error, calls):
@@ -178,3 +179,31 @@ def test_shared_prefix_batches_back_off_too_and_fixed_batch_size_fails(hf_backen
     monkeypatch.setattr(fixed, "_forward_logits", lambda seqs: (_ for _ in ()).throw(MemoryError()))
     with pytest.raises(MemoryError):
         fixed.loglikelihood(reqs)  # a batch size the user fixed is not changed behind their back
+
+
+@pytest.mark.slow
+def test_a_shared_prefix_is_kept_across_calls(hf_backend, tiny_model_dir):
+    """The engine sends a subject's questions in several calls: the second call continues the
+    first call's prefix cache (cropped or extended to its own shared prefix), with the same scores."""
+    shots = "".join(f"Question: what is {i} plus {i}?\nAnswer: {2 * i}\n\n" for i in range(8))
+    calls = [[LoglikelihoodRequest(shots + f"Question: what is {q} times {q}?\nAnswer:", c) for c in (" A", " B")]
+             for q in range(3)] + [[LoglikelihoodRequest(shots + f"Q{q}: and {q} minus one?\nAnswer:", " yes")]
+                                   for q in range(3)]
+    first = [r for reqs in calls[:3] for r in reqs]
+    second = [r for reqs in calls[3:] for r in reqs]
+    plain = _fresh(hf_backend, tiny_model_dir, share_prefix=False)
+    want = plain.loglikelihood(first) + plain.loglikelihood(second)
+    b = _fresh(hf_backend, tiny_model_dir)
+    split = b.split_head
+    seen = []
+    real = split.decoder
+    split.decoder = lambda **kw: seen.append(kw["input_ids"].shape[1]) or real(**kw)
+    got = b.loglikelihood(first)
+    prefix_tokens = seen[0]
+    assert prefix_tokens >= len(b.encode(shots)) - 2, "the first call runs the whole prefix"
+    seen.clear()
+    got += b.loglikelihood(second)
+    assert seen and sum(seen) < prefix_tokens // 2, "the second call runs its suffixes and at most what its " \
+        "prefix adds to the kept one, never the whole prefix again"
+    for g, w in zip(got, want):
+        assert g.logprob == pytest.approx(w.logprob, abs=1e-4) and g.is_greedy == w.is_greedy
