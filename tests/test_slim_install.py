@@ -134,7 +134,7 @@ def test_slim_score_arena_cache_and_missing_extras(slim, tmp_path):
     assert p.returncode == 0 and "60 battles" in p.stdout
     p = ek(slim, "cache", "info", "--cache-dir", tmp_path / "cache")
     assert p.returncode == 0 and "no cache yet" in p.stdout
-    for args, extra in ((("run", "--model", "hf:x", "--tasks", "gsm8k", "--data", f"gsm8k={data}"), "hf"),
+    for args, extra in ((("run", "--model", "hf:x", "--tasks", "gsm8k", "--data", f"gsm8k={data}", "--num-fewshot", "0"), "hf"),
                         (("score", "--task", "translation", "--predictions", tmp_path / "good.jsonl",
                           "--references", data, "--no-output"), "metrics"),
                         (("log", good, "--to", "mlflow"), "mlflow")):
