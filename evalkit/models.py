@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from evalkit.cache import default_cache_dir
+from evalkit.provenance import file_sha256 as _file_digest
 
 BUNDLED = {
     "smollm2-135m": {
@@ -100,14 +101,6 @@ def resolve(spec: str, auto_prepare: bool = True) -> str:
     if p.exists():
         return str(p.resolve())
     return spec  # a hub id
-
-
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _weights_digest(path: Path) -> str:

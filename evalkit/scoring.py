@@ -21,7 +21,6 @@ reference per line, one file per reference set, through their ``docs_from_refere
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from evalkit.data import DataError, decoded_lines
 from evalkit.records import ModelInfo, RunRecord, load_run, new_run, samples_filename, write_run
 from evalkit.run_config import RunConfig
 from evalkit.runner import score_task
+from evalkit.provenance import file_sha256 as _sha256
 
 ID_KEYS = ("doc_id", "id", "task_id")
 
@@ -48,14 +48,6 @@ class Predictions:
     run: Optional[RunRecord] = None             # the run the samples came from, if any
     doc_hashes: dict = field(default_factory=dict)
     sha256: str = ""
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def read_lines(path: Path) -> list[str]:

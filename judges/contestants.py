@@ -12,7 +12,6 @@ Imported answers are FastChat ``model_answer`` JSONL files (``{"question_id", "m
 """
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Optional
 from evalkit.backends import make_backend, split_spec
 from evalkit.data import DataError, read_records
 from evalkit.engine import Engine
+from evalkit.provenance import file_sha256 as file_digest  # noqa: F401 (importable here)
 
 OVERRIDES = {"temperature": float, "top_p": float, "max_tokens": int, "seed": int, "name": str}
 
@@ -85,14 +85,6 @@ def check_unique(contestants: list[Contestant]) -> None:
         if c.name in seen:
             raise ValueError(f"two contestants are named {c.name!r}; add @name=... to tell them apart")
         seen.add(c.name)
-
-
-def file_digest(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def load_answers(path: str, ids: Optional[set] = None) -> dict[str, list[str]]:

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from evalkit.provenance import file_sha256 as _digest
+
 from .battles import Battle, BattleFormatError, load_battles
 from .table import WINNER_CODES, BattleTable
 
@@ -48,14 +50,6 @@ def sniff_format(path: str | os.PathLike[str]) -> str:
         return "parquet"
     text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
     return "json" if text.startswith(b"[") else "jsonl"
-
-
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class _Builder:
