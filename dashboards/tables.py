@@ -183,6 +183,27 @@ def breakdowns(store, cells: pd.DataFrame, col: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=BREAKDOWN_COLUMNS)
 
 
+GRPO_COLUMNS = ["model", "run_id", "G", "figure", "k", "value", "ci_low", "ci_high", "n", "higher_is_better"]
+
+
+def grpo_figures(store, cells: pd.DataFrame, col: str) -> pd.DataFrame:
+    """GRPO group figures of one column's runs with G > 1 samples per item (``tasks.<t>.grpo``):
+    pass@k for k <= G (``k`` set) and the group shares (all equal, learnable, ...), each with its CI."""
+    sel = cells[cells["col"] == col].drop_duplicates("entry")
+    rows = []
+    recs = store.records()
+    for _, c in sel.iterrows():
+        g = recs[c["run_id"]].tasks.get(c["task"], {}).get("grpo") or {}
+        for name, mv in (g.get("figures") or {}).items():
+            if isinstance(mv, dict):
+                k = int(name[5:]) if name.startswith("pass@") and name[5:].isdigit() else None
+                rows.append({"model": c["label"], "run_id": c["run_id"], "G": (g.get("G") or [None])[0],
+                             "figure": name, "k": k, "value": mv.get("value"), "ci_low": mv.get("ci_low"),
+                             "ci_high": mv.get("ci_high"), "n": mv.get("n"),
+                             "higher_is_better": mv.get("higher_is_better", True)})
+    return pd.DataFrame(rows, columns=GRPO_COLUMNS)
+
+
 # ---- judges ---------------------------------------------------------------------------------------
 JUDGE_FIGURES = ("n_judgments", "parse_failures", "parse_failure_rate", "swap_disagreement_rate",
                  "first_position_win_rate", "unresolved_pairs", "longer_answer_win_rate", "length_spearman")

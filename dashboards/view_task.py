@@ -46,6 +46,7 @@ def render(store, filters: tables.Filters) -> None:
         "model": st.column_config.TextColumn("model", pinned=True),
         "value": st.column_config.NumberColumn(f"{metric} {arrow}", format="%.4g")})
     render_breakdowns(store, cells, col, metric)
+    render_grpo(store, cells, col)
     render_samples(store, sel, metric, hib, meta.set_index("col").loc[col, "family"])
 
 
@@ -67,6 +68,32 @@ def render_breakdowns(store, cells, col: str, metric: str) -> None:
                              zip(part["value"], part["ci_low"], part["ci_high"], part["n"])])
     st.dataframe(wide.pivot_table(index="group", columns="model", values="cell", aggfunc="first"),
                  key="bd_table")
+
+
+def render_grpo(store, cells, col: str) -> None:
+    """GRPO group figures of runs with G > 1 samples per item: pass@k curves and the group shares."""
+    g = tables.grpo_figures(store, cells, col)
+    if not len(g):
+        return
+    with st.container(key="grpo_section"):
+        _grpo_section(g)
+
+
+def _grpo_section(g: pd.DataFrame) -> None:
+    st.subheader("GRPO groups")
+    st.caption("Runs with G samples per item (--gen-kwargs n=G). A group whose G rewards are all equal has "
+               "zero advantage and teaches GRPO nothing; learnable = 0 < pass rate < 1. 95% CIs over items.")
+    curves = g[g["k"].notna()]
+    if curves["k"].nunique() > 1:
+        st.altair_chart(charts.passk_curves(curves, "pass@k (95% CI)"), key="grpo_chart", width="stretch")
+    g = g.assign(cell=[tables.cell_text(v, lo, hi, n) + ("" if hib else " ↓") for v, lo, hi, n, hib in
+                       zip(g["value"], g["ci_low"], g["ci_high"], g["n"], g["higher_is_better"])])
+    wide = g.pivot_table(index=["model", "G"], columns="figure", values="cell", aggfunc="first").reset_index()
+    order = ["model", "G"] + sorted((c for c in wide.columns if str(c).startswith("pass@")), key=lambda c: int(c[5:])) + \
+        [c for c in ("share_all_equal", "share_learnable", "mean_group_std", "share_all_correct", "share_all_wrong")
+         if c in wide.columns]
+    st.dataframe(wide[order], hide_index=True, key="grpo_table",
+                 column_config={"model": st.column_config.TextColumn("model", pinned=True)})
 
 
 def _warn(frame: pd.DataFrame) -> None:

@@ -140,10 +140,11 @@ class TaskEntry(_Typed):
     battles_file: Optional[str] = None
     truncated_prompts: Optional[int] = None  # prompts longer than the context, cut from the left
     verifier_hash: Optional[str] = None      # parity certificate with evalkit.rl's rewards for this task
+    grpo: Optional[dict] = None              # GRPO group figures with CIs (runs with G > 1 responses per item)
     other: dict = field(default_factory=dict)
 
     OMIT_IF_NONE: typing.ClassVar[tuple] = ("samples_file", "rescored", "ratings", "battles_file",
-                                            "truncated_prompts", "verifier_hash")
+                                            "truncated_prompts", "verifier_hash", "grpo")
 
 
 @dataclass
@@ -251,6 +252,15 @@ def write_run(results_dir: os.PathLike, run: Union[Run, dict], samples: dict[str
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+def update_run_json(folder: os.PathLike, run: Run) -> Path:
+    """Rewrite a record's run.json (atomically) after a tool added figures to it; samples untouched."""
+    data = run.to_dict()
+    data.pop("path", None)
+    path = Path(folder) / "run.json"
+    atomic_write_text(path, json.dumps(scrub(data), indent=2, ensure_ascii=False, default=str))
+    return path
 
 
 # ---- reading ----------------------------------------------------------------------------------

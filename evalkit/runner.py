@@ -136,6 +136,8 @@ def score_task(task: Task, samples: Sequence[Sample], config: RunConfig, indices
     if task.output_type == "generate":
         from evalkit.rl.version import verifier_hash  # parity certificate with evalkit.rl's rewards
         entry.verifier_hash = verifier_hash(task.name)
+        from evalkit.rl.diagnostics import attach_group_figures  # G > 1 responses per item: GRPO figures
+        attach_group_figures(task.name, entry, rows, config)
     return entry, rows
 
 

@@ -189,3 +189,20 @@ def many_models(out: Path, n: int = 16) -> Path:
                     for d in range(3)] for t in tasks}
         write_run(out, run, rows)
     return out
+
+
+def grpo_records(out: Path, items: int = 12) -> Path:
+    """Two 'models' with G = 4 real GSM8K solutions per item (the paper's GPT-3 solutions, in two
+    different orders and mixes), scored as G-sample runs: their records carry GRPO group figures."""
+    gsm = need("gsm8k")
+    rows = [json.loads(line) for line, _ in zip(open(gsm / "example_model_solutions.jsonl", encoding="utf-8"),
+                                                range(items))]
+    mixes = {"grpo-policy-a": ["6b_finetuning", "175b_finetuning", "175b_verification", "6b_finetuning"],
+             "grpo-policy-b": ["175b_verification", "175b_verification", "175b_finetuning", "175b_verification"]}
+    for name, keys in mixes.items():
+        pred = out.parent / f"{name}.jsonl"
+        pred.write_text("".join(json.dumps({"doc_id": str(i), "predictions": [r[k]["solution"] for k in keys]}) + "\n"
+                                for i, r in enumerate(rows)), encoding="utf-8")
+        _cli("score", "--task", "gsm8k", "--data", gsm, "--predictions", pred, "--limit", items, "--name", name,
+             "--output", out, "--tag", "grpo")
+    return out

@@ -33,6 +33,7 @@ def results(tmp_path_factory) -> Path:
 
     shutil.copytree(out, root)
     recs.many_models(root)
+    recs.grpo_records(root)
     path = root / BROKEN_RUN / f"samples_{BROKEN_TASK}.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     lines[BROKEN_LINE - 1] = lines[BROKEN_LINE - 1][:25] + "\n"                  # a truncated write
@@ -193,6 +194,24 @@ def test_corrupted_samples_line_is_a_warning_not_a_traceback(page, server, resul
     assert f"{BROKEN_RUN}/samples_{BROKEN_TASK}.jsonl line {BROKEN_LINE}: not JSON" in text, text
     # the other lines still load (the widget can appear a moment after the script state reads idle)
     page.locator('[data-testid=stNumberInputField][aria-label="Page (of 1, 2 samples)"]').wait_for(timeout=60_000)
+    no_traceback(page)
+
+
+def test_grpo_group_figures_and_passk_curves(page, server, results):
+    shots.open_view(page, server.url, view="Task", task=col_of(results, "gsm8k", 12), tag="grpo")
+    page.get_by_role("heading", name="GRPO groups").wait_for(timeout=60_000)
+    chart = page.locator("[data-testid=stVegaLiteChart]").filter(has_text="pass@k (95% CI)")
+    chart.wait_for(timeout=60_000)
+    for model in ("grpo-policy-a", "grpo-policy-b"):                # a curve per model, k = 1..4 on the axis
+        assert chart.locator(f'path[aria-label*="model: {model}"]').count() >= 4
+    from evalkit.dashboards.tables import cell_text
+    (run,) = [r for r in store(results).records().values() if r.run.model.name == "grpo-policy-a"]
+    want = cell_text(*(run.tasks["gsm8k"]["grpo"]["figures"]["pass@1"][k] for k in ("value", "ci_low", "ci_high", "n")))
+    grid = page.locator(".st-key-grpo_section [data-testid=stDataFrame]")
+    grid.locator("[role=row]").nth(2).wait_for(state="attached", timeout=60_000)
+    assert grid.locator("[role=row]").count() == 3                      # header + one row per model
+    cells = [c.strip() for c in grid.locator("[role=gridcell]").all_text_contents()]
+    assert "grpo-policy-a" in cells and want in cells, cells
     no_traceback(page)
 
 

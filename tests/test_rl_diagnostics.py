@@ -44,9 +44,22 @@ def test_diagnostics_from_saved_predictions(tmp_path):
     assert main(["score", "--task", "gsm8k", "--predictions", _predictions(tmp_path / "p.jsonl", rows),
                  "--data", str(shared("gsm8k")), "--output", str(tmp_path / "out")]) == 0
     run = only_run(tmp_path / "out")
-    assert json.loads((run / "run.json").read_text())["tasks"]["gsm8k"]["verifier_hash"].startswith("evk-")
+    entry = json.loads((run / "run.json").read_text())["tasks"]["gsm8k"]
+    assert entry["verifier_hash"].startswith("evk-")
+    # recorded by the scoring itself, with CIs over the 4 items; per-item figures in the samples
+    grpo = entry["grpo"]
+    assert grpo["G"] == [4, 4] and grpo["n_items"] == 4 and grpo["gold_source"] == "task data"
+    assert grpo["figures"]["share_all_equal"]["value"] == 0.5 and grpo["figures"]["pass@4"]["value"] == 0.75
+    lo, hi = grpo["figures"]["share_learnable"]["ci_low"], grpo["figures"]["share_learnable"]["ci_high"]
+    assert 0 < lo < 0.5 < hi < 1 and grpo["figures"]["share_all_equal"]["higher_is_better"] is False
+    rows = [json.loads(x) for x in (run / "samples_gsm8k.jsonl").read_text().splitlines()]
+    assert [r["grpo"]["n_correct"] for r in rows] == [4, 0, 1, 2]
+    del entry["grpo"]                                    # an older record: the command recomputes it
+    data = json.loads((run / "run.json").read_text()); data["tasks"]["gsm8k"] = entry
+    (run / "run.json").write_text(json.dumps(data))
     learn = tmp_path / "learn.jsonl"
     assert main(["grpo-diagnostics", str(run), "--export-learnable", str(learn)]) == 0
+    assert json.loads((run / "run.json").read_text())["tasks"]["gsm8k"]["grpo"] == grpo
     d = json.loads((run / "grpo_diagnostics.json").read_text())["tasks"]["gsm8k"]
     assert d["share_all_equal"] == 0.5 and d["pass_at_k"]["4"] == 0.75 and d["gold_source"] == "task data"
     got = [json.loads(x) for x in learn.read_text().splitlines()]
@@ -86,3 +99,6 @@ def test_real_model_run_with_n_samples(tmp_path, tiny_model_dir):
     ver = Verifier("gsm8k", use_guards=False)
     for x in rows:
         assert ver.verify(x["target"], x["responses"][0]).reward == x["metrics"]["exact_match_numeric"]
+    grpo = json.loads((run / "run.json").read_text())["tasks"]["gsm8k"]["grpo"]
+    assert grpo["G"] == [3, 3] and grpo["figures"]["pass@3"]["value"] == pytest.approx(d["pass_at_k"][3])
+    assert all(set(r["grpo"]) >= {"n", "n_correct", "pass_rate", "std"} for r in rows)

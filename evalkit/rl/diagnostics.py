@@ -9,6 +9,11 @@ whose G rewards are all equal teaches nothing. Per task and per item this report
 - ``share_learnable``: the share of items with 0 < pass rate < 1 (``learnable_items`` lists them: a
   curriculum filter).
 
+``evalkit run`` and ``evalkit score`` compute them whenever a verifiable task's samples hold more than
+one response (``attach_group_figures``): each figure goes into the task's record entry as ``grpo``
+with its 95% CI over items, and each item's group figures into its sample row as ``grpo``, so the
+leaderboard shows them and a cached or resumed run reports the same figures as a fresh one.
+
 Rewards per completion come from the run's samples: code tasks keep every completion's sandbox
 verdict; answer-matching tasks record the first completion's metrics only, so the verifier rescores
 all G responses (guards off: the evaluation metric itself) against the gold rebuilt from the task's
@@ -21,6 +26,7 @@ from typing import Iterable, Optional
 
 from evalkit.passk import pass_at_k
 from evalkit.rl.bridge import KIND, SCORING_TASK
+from evalkit.stats import mean_metric
 
 SUCCESS = 0.5
 
@@ -51,6 +57,49 @@ def group_diagnostics(rewards_by_item: dict[str, list[float]]) -> dict:
         "share_learnable": statistics.fmean(float(0 < s["pass_rate"] < 1) for s in vals),
         "items": items,
     }
+
+
+#: record figure -> (per-item value, higher is better)
+FIGURES = {
+    "share_all_equal": (lambda s: float(s["all_equal"]), False),      # zero-advantage groups: no signal
+    "share_all_correct": (lambda s: float(s["n_correct"] == s["n"]), True),
+    "share_all_wrong": (lambda s: float(s["n_correct"] == 0), False),
+    "mean_group_std": (lambda s: s["std"], True),
+    "share_learnable": (lambda s: float(0 < s["pass_rate"] < 1), True),
+}
+ITEM_KEYS = ("n", "n_correct", "pass_rate", "mean_reward", "std", "all_equal")
+
+
+def record_figures(diag: dict) -> dict:
+    """The record's ``grpo`` block: every figure as a metric value with its 95% CI over items."""
+    items = list(diag["items"].values())
+    figures = {f"pass@{k}": mean_metric([s["pass_at_k"][k] for s in items]).to_dict()
+               for k in range(1, diag["G"][0] + 1)}
+    for name, (value, hib) in FIGURES.items():
+        figures[name] = mean_metric([value(s) for s in items], hib).to_dict()
+    return {"n_items": diag["n_items"], "G": diag["G"], "success_threshold": SUCCESS,
+            "gold_source": diag.get("gold_source"), "figures": figures}
+
+
+def attach_group_figures(task_name: str, entry, rows: list[dict], config) -> bool:
+    """Put the GRPO figures of a scored task with G > 1 responses per item into its record entry
+    (``entry.grpo``) and sample rows (``row["grpo"]``). False (nothing attached) for a task evalkit.rl
+    does not verify or a run with one response per item."""
+    if task_name not in SCORING_TASK or not any(len(r.get("responses") or []) > 1 for r in rows):
+        return False
+    rewards, _, source = task_rewards(
+        task_name, rows, data_path=config.data_paths.get(task_name),
+        task_options=config.task_options.get(task_name, {}), chat=bool(config.apply_chat_template), seed=config.seed)
+    diag = group_diagnostics(rewards)
+    if not diag["n_items"]:
+        return False
+    diag["gold_source"] = source
+    entry.grpo = record_figures(diag)
+    for row in rows:
+        s = diag["items"].get(row["doc_id"])
+        if s is not None:
+            row["grpo"] = {k: s[k] for k in ITEM_KEYS}
+    return True
 
 
 def learnable_items(diag: dict) -> list[str]:
