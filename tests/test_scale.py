@@ -93,6 +93,17 @@ def test_deal_shards_keeps_choices_together_and_balances():
         for c in ctxs:  # every choice of a question lands on the same engine
             assert sum(1 for i in s if getattr(reqs[i], "context", None) == c) == 4
     assert abs(len(shards[0]) - len(shards[1])) <= 4
+    # each shard streams back in pieces of ~piece_size (choices of a question never split)
+    from evalkit.backends.data_parallel import DataParallelBackend
+    dp = DataParallelBackend.__new__(DataParallelBackend)
+    dp.size, dp.piece_size = 2, 3
+    pieces = dp._pieces(reqs)
+    assert sorted(i for _, p in pieces for i in p) == list(range(len(reqs))) and len(pieces) >= 6
+    for k, p in pieces:
+        assert set(p) <= set(shards[k])
+        for i in p:
+            if isinstance(reqs[i], LoglikelihoodRequest):
+                assert sum(1 for j in p if getattr(reqs[j], "context", None) == reqs[i].context) == 4
 
 
 def test_ray_data_parallel_equals_single_run_and_survives_a_dead_actor(single_run, common_args, tmp_path):

@@ -2,10 +2,11 @@
 
 ``--model-args data_parallel_size=N`` (optionally ``ray_address=auto`` to join a cluster) starts N
 actors, each holding its own backend (HF or vLLM, with tensor parallelism inside an actor where the
-backend has it). The engine still dedupes, caches and commits per chunk; this wrapper cuts each
+backend has it). The engine still dedupes and caches; this wrapper cuts each
 chunk into N length-balanced shards (requests arrive sorted longest first and are dealt round-robin,
 with loglikelihood requests sharing a context kept together so one forward pass still scores all
-choices), runs them side by side and puts the answers back in order. Its identity is the inner
+choices), runs them side by side, each shard as a queue of small pieces whose answers stream back to the
+engine (and into the cache) as each piece finishes, so a kill loses only the pieces in flight. Its identity is the inner
 backend's, so the cache and the run record are exactly those of a single-engine run.
 
 Actors are independent (no collective ops that can hang, unlike lm-eval's accelerate/Ray data
@@ -61,7 +62,7 @@ class DataParallelBackend(Backend):
 
     def __init__(self, prefix: str, model: str, model_args: dict, size: int, ray_address: Optional[str] = None,
                  cpus_per_engine: Optional[float] = None, gpus_per_engine: Optional[float] = None,
-                 max_retries: int = 2):
+                 max_retries: int = 2, piece_size: int = 16):
         import ray
 
         if not ray.is_initialized():
@@ -75,6 +76,7 @@ class DataParallelBackend(Backend):
         self._spec = (prefix, model, dict(model_args))
         self.size = int(size)
         self.max_retries = int(max_retries)
+        self.piece_size = max(1, int(piece_size))
         self.actors = [self._new_actor() for _ in range(self.size)]
         infos = ray.get([a.info.remote() for a in self.actors])
         if len({i["identity_hash"] for i in infos}) != 1:
@@ -96,36 +98,78 @@ class DataParallelBackend(Backend):
     def display_name(self) -> str:
         return self._display
 
-    def _run(self, method: str, requests: Sequence) -> list:
+    def _pieces(self, requests: list) -> list[tuple[int, list[int]]]:
+        """(shard, indices) pieces: each actor's shard cut into pieces of about ``piece_size`` requests
+        (a shared loglikelihood context never split), queued on the actor one after another, so
+        answers come back, and are committed, piece by piece rather than once per chunk."""
+        out = []
+        for k, idxs in enumerate(deal_shards(requests, self.size)):
+            piece: list[int] = []
+            for i in idxs:
+                r = requests[i]
+                if (len(piece) >= self.piece_size and not (
+                        isinstance(r, LoglikelihoodRequest) and r.context == requests[piece[-1]].context)):
+                    out.append((k, piece))
+                    piece = []
+                piece.append(i)
+            if piece:
+                out.append((k, piece))
+        return out
+
+    def _finished(self, method: str, requests: Sequence):
+        """Yields (indices, answers) per piece as it finishes (``ray.wait``); a piece whose actor died
+        is retried on the next actor, and the dead one replaced."""
         from ray.exceptions import RayActorError, RayTaskError
 
         requests = list(requests)
-        results: list = [None] * len(requests)
-        pending = [(k, idxs) for k, idxs in enumerate(deal_shards(requests, self.size)) if idxs]
-        attempts = {k: 0 for k, _ in pending}
-        while pending:
-            futures = {}
-            for k, idxs in pending:
-                actor_no = (k + attempts[k]) % self.size
-                futures[self.actors[actor_no].call.remote(method, [requests[i] for i in idxs])] = (k, idxs, actor_no)
-            pending = []
-            for fut, (k, idxs, actor_no) in futures.items():
-                try:
-                    out = self._ray.get(fut)
-                except (RayActorError, RayTaskError) as e:
-                    if isinstance(e, RayTaskError) and not isinstance(e.cause, (RayActorError, OSError, MemoryError)):
-                        raise  # a bug or bad input in the backend: retrying elsewhere will not help
-                    attempts[k] += 1
-                    if attempts[k] > self.max_retries:
-                        raise RuntimeError(f"shard {k} failed {attempts[k]} times; last error: {e}") from e
-                    log.warning("engine actor %d failed (%s); replacing it and retrying its shard", actor_no, e)
+        attempts: dict[int, int] = {}
+        futures: dict = {}
+
+        def submit(p: int, k: int, idxs: list[int]) -> None:
+            actor_no = (k + attempts.get(p, 0)) % self.size
+            futures[self.actors[actor_no].call.remote(method, [requests[i] for i in idxs])] = (p, k, idxs, actor_no)
+
+        for p, (k, idxs) in enumerate(self._pieces(requests)):
+            submit(p, k, idxs)
+        while futures:
+            (ready,), _ = self._ray.wait(list(futures), num_returns=1)
+            p, k, idxs, actor_no = futures.pop(ready)
+            try:
+                out = self._ray.get(ready)
+            except (RayActorError, RayTaskError) as e:
+                if isinstance(e, RayTaskError) and not isinstance(e.cause, (RayActorError, OSError, MemoryError)):
+                    raise  # a bug or bad input in the backend: retrying elsewhere will not help
+                attempts[p] = attempts.get(p, 0) + 1
+                if attempts[p] > self.max_retries:
+                    raise RuntimeError(f"shard {k} failed {attempts[p]} times; last error: {e}") from e
+                if not self._alive(actor_no):
+                    log.warning("engine actor %d failed (%s); replacing it and retrying its work", actor_no, e)
                     self.actors[actor_no] = self._new_actor()
                     self.restarts += 1
-                    pending.append((k, idxs))
-                    continue
-                for i, res in zip(idxs, out):
-                    results[i] = res
+                submit(p, k, idxs)
+                continue
+            yield idxs, out
+
+    def _alive(self, actor_no: int) -> bool:
+        try:
+            self._ray.get(self.actors[actor_no].info.remote(), timeout=60)
+            return True
+        except Exception:  # noqa: BLE001 -- dead, or not answering: replace it
+            return False
+
+    def _run(self, method: str, requests: Sequence) -> list:
+        results: list = [None] * len(requests)
+        for idxs, out in self._finished(method, requests):
+            for i, res in zip(idxs, out):
+                results[i] = res
         return results
+
+    def stream(self, kind: str, requests: Sequence):
+        """Answers piece by piece as the actors finish them, so the engine commits them at once."""
+        for idxs, out in self._finished(kind, requests):
+            if len(out) != len(idxs):
+                raise RuntimeError(f"an engine actor returned {len(out)} responses for {len(idxs)} {kind} requests")
+            yield list(zip(idxs, out))
 
     def loglikelihood(self, requests):
         return self._run("loglikelihood", requests)
