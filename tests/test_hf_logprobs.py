@@ -207,3 +207,21 @@ def test_a_shared_prefix_is_kept_across_calls(hf_backend, tiny_model_dir):
         "prefix adds to the kept one, never the whole prefix again"
     for g, w in zip(got, want):
         assert g.logprob == pytest.approx(w.logprob, abs=1e-4) and g.is_greedy == w.is_greedy
+
+
+def test_scoring_streams_batch_by_batch(hf_backend, tiny_model_dir):
+    """The engine commits what ``stream`` yields: loglikelihood and rolling requests come back about
+    a batch at a time (a question's choices together), with the scores of one whole call."""
+    reqs = [LoglikelihoodRequest(f"Question {q}: pick one.\nAnswer:", c) for q in range(5) for c in (" A", " B", " C")]
+    b = _fresh(hf_backend, tiny_model_dir, batch_size=2)
+    groups = list(b.stream("loglikelihood", reqs))
+    assert len(groups) >= 4 and sorted(i for g in groups for i, _ in g) == list(range(len(reqs)))
+    for g in groups:
+        assert len({reqs[i].context for i, _ in g}) * 3 == len(g)          # whole questions only
+    want = hf_backend.loglikelihood(reqs)
+    for g in groups:
+        for i, res in g:
+            assert res.logprob == pytest.approx(want[i].logprob, abs=1e-4) and res.is_greedy == want[i].is_greedy
+    texts = [RollingRequest(f"Some text number {i} to score.") for i in range(5)]
+    rolled = list(b.stream("loglikelihood_rolling", texts))
+    assert len(rolled) == 3 and [i for g in rolled for i, _ in g] == list(range(5))

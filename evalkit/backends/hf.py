@@ -180,7 +180,8 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
         """Answers batch by batch, as (index, result) lists, so the engine commits each batch."""
         if kind != "generate":
             call = self.loglikelihood if kind == "loglikelihood" else self.loglikelihood_rolling
-            yield list(enumerate(call(requests)))
+            for idxs in self._score_pieces(requests):
+                yield list(zip(idxs, call([requests[i] for i in idxs])))
             return
         greedy_groups: "OrderedDict[tuple, list[int]]" = OrderedDict()
         for i, r in enumerate(requests):
@@ -193,6 +194,20 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
             params = requests[idxs[0]].params
             for batch in self._generate_batches(prompts, params, do_sample=False):
                 yield [(idxs[j], [c] * params.n) for j, c in batch]
+
+    def _score_pieces(self, requests: Sequence) -> list[list[int]]:
+        """Scoring requests cut into about a batch each (the choices of one question never split), so
+        a kill loses at most a batch; a shared few-shot prefix is still run once (its key/value cache
+        is kept from one piece to the next)."""
+        size = int(self.batch_size) if self.batch_size not in ("auto", None) else max(16, self.chunk_size // 4)
+        pieces, piece = [], []
+        for i, r in enumerate(requests):
+            ctx = getattr(r, "context", None)
+            if len(piece) >= size and not (ctx is not None and ctx == getattr(requests[piece[-1]], "context", None)):
+                pieces.append(piece)
+                piece = []
+            piece.append(i)
+        return pieces + [piece] if piece else pieces
 
     def _sample_one(self, req: GenerateRequest) -> list[Completion]:
         """Seeded sampling, one request at a time so the draw never depends on batch makeup."""
