@@ -92,9 +92,10 @@ def imported(lm_eval_out, work, mmlu_dir, evalkit_run):
 
 
 def _lm_files(out: Path):
-    res = json.load(open(glob.glob(str(out / "**" / "results_*.json"), recursive=True)[0]))
-    samples = [json.loads(x) for f in glob.glob(str(out / "**" / "samples_*.jsonl"), recursive=True) for x in open(f)]
-    return res, samples
+    """The results object and sample lines of the lm-eval layout under ``out`` (beside results_*.json)."""
+    path = Path(glob.glob(str(out / "**" / "results_*.json"), recursive=True)[0])
+    samples = [json.loads(x) for f in sorted(path.parent.glob("samples_*.jsonl")) for x in open(f)]
+    return json.load(open(path)), samples
 
 
 def test_import_reads_metrics_samples_and_identities(lm_eval_out, imported, evalkit_run):
@@ -172,3 +173,27 @@ def test_export_then_import_round_trips(imported, evalkit_run, work):
                [{k: r[k] for k in keys} for r in orig.samples(TASK)]
         assert again.metrics(TASK) == orig.metrics(TASK)
         assert main(["compare", str(orig.path), str(again.path)]) == 0
+
+
+def test_lm_eval_command_line_writes_what_lm_eval_writes(lm_eval_out, work, tiny_model_dir, mmlu_dir, capsys):
+    """lm-eval's own command line (program name replaced; --data added: evalkit reads local files
+    where lm-eval read our YAML) gives lm-eval's files with lm-eval's numbers."""
+    out = work / "lm_style"
+    argv = ["--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32", "--tasks", TASK,
+            "--num_fewshot", "0", "--batch_size", "8", "--device", "cpu", "--limit", str(N),
+            "--output_path", str(out), "--log_samples", "--data", f"{TASK}={mmlu_dir}",
+            "--cache-dir", str(work / "cache")]
+    assert main(argv) == 0
+    assert "cached 24, computed 0" in capsys.readouterr().out  # the same model identity as `evalkit run`'s
+    ref, ref_lines = _lm_files(lm_eval_out)
+    ours, our_lines = _lm_files(out)
+    assert ours["results"][TASK]["acc,none"] == ref["results"][LM_TASK]["acc,none"]
+    assert ours["n-shot"][TASK] == ref["n-shot"][LM_TASK] == 0
+    ref_by = {x["doc_id"]: x for x in ref_lines}
+    assert sorted(x["doc_id"] for x in our_lines) == sorted(ref_by)
+    for x in our_lines:
+        r = ref_by[x["doc_id"]]
+        assert x["acc"] == r["acc"] and x["arguments"] == r["arguments"] and x["target"] != ""
+        assert max(abs(float(a[0][0]) - float(b[0][0])) for a, b in zip(x["resps"], r["resps"])) < 1e-4
+        assert x["prompt_hash"] == r["prompt_hash"]  # sha256 of the same context text
+    assert any((p / "run.json").exists() for p in out.iterdir())  # and the evalkit run record

@@ -1,10 +1,10 @@
 """lm-eval's ``--gen_kwargs`` keys translated to evalkit's generation overrides.
 
-lm-eval passes its keys to the model (``max_gen_toks``, ``until``, ``do_sample``, ``temperature``,
-``top_p``, ``top_k``, ``min_p``, ``repetition_penalty``, ``seed``...). evalkit's generation settings
-are ``max_tokens``, ``temperature``, ``top_p``, ``n``, ``seed``, ``stop``; keys that change sampling
-in ways evalkit's backends do not implement are refused with a message naming the key, never
-silently dropped (a run would otherwise claim settings it did not use).
+lm-eval passes its keys to the model: ``max_gen_toks`` (evalkit ``max_tokens``), ``until``
+(``stop``), ``do_sample`` (false: greedy, temperature 0; true without a temperature: 1.0, the
+transformers default), ``temperature``, ``top_p``, ``top_k``, ``min_p``, ``repetition_penalty`` and
+``seed`` (the same names). A key evalkit's backends do not implement (``num_beams`` > 1, ...) is
+refused with a message naming it, never silently dropped (the run would claim settings it did not use).
 """
 from __future__ import annotations
 
@@ -12,14 +12,10 @@ from evalkit.errors import ConfigError
 
 RENAMED = {"max_gen_toks": "max_tokens", "max_new_tokens": "max_tokens", "max_tokens": "max_tokens",
            "temperature": "temperature", "top_p": "top_p", "seed": "seed", "n": "n", "until": "stop",
-           "stop": "stop"}
+           "stop": "stop", "top_k": "top_k", "min_p": "min_p", "repetition_penalty": "repetition_penalty"}
 #: keys whose neutral value is accepted (it changes nothing); any other value is refused
-NEUTRAL = {"top_k": (0, -1, None), "min_p": (0, 0.0, None), "repetition_penalty": (1, 1.0, None),
-           "num_beams": (1, None)}
+NEUTRAL = {"num_beams": (1, None), "early_stopping": (False, None)}
 UNSUPPORTED_WHY = {
-    "top_k": "evalkit samples from the full distribution (top_k=0); no backend applies a top-k cut",
-    "min_p": "evalkit's backends do not apply min-p sampling",
-    "repetition_penalty": "evalkit's backends do not apply a repetition penalty (it would change every score)",
     "num_beams": "evalkit decodes greedily or samples; it has no beam search",
 }
 
