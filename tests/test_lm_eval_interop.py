@@ -197,3 +197,48 @@ def test_lm_eval_command_line_writes_what_lm_eval_writes(lm_eval_out, work, tiny
         assert max(abs(float(a[0][0]) - float(b[0][0])) for a, b in zip(x["resps"], r["resps"])) < 1e-4
         assert x["prompt_hash"] == r["prompt_hash"]  # sha256 of the same context text
     assert any((p / "run.json").exists() for p in out.iterdir())  # and the evalkit run record
+
+
+GSM8K_YAML = """include: {lm_tasks}/gsm8k/gsm8k.yaml
+task: gsm8k_local
+dataset_path: json
+dataset_name: null
+dataset_kwargs:
+  data_files:
+    train: {gsm8k}/train.jsonl
+    test: {gsm8k}/test.jsonl
+fewshot_config:
+  sampler: first_n
+"""
+
+
+def test_fewshot_as_multiturn_prompts_equal_lm_eval(tmp_path, tiny_model_dir, hf_backend):
+    """With a chat template, lm-eval's default few-shot form (one user and one assistant turn per
+    example) and evalkit's render to the same text."""
+    from conftest import shared
+
+    from evalkit import registry
+    from evalkit.items import RunContext
+    gsm8k = shared("gsm8k")
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "gsm8k_local.yaml").write_text(GSM8K_YAML.format(
+        lm_tasks=Path(lm_eval.__file__).parent / "tasks", gsm8k=gsm8k))
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    r = subprocess.run([sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args",
+                        f"pretrained={tiny_model_dir},dtype=float32", "--tasks", "gsm8k_local", "--include_path",
+                        str(tmp_path / "tasks"), "--num_fewshot", "2", "--apply_chat_template", "--limit", "2",
+                        "--gen_kwargs", "max_gen_toks=2", "--output_path", str(tmp_path / "out"), "--log_samples"],
+                       env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    _, lines = _lm_files(tmp_path / "out")
+    ref = {x["doc_id"]: x["arguments"]["gen_args_0"]["arg_0"] for x in lines}
+    task = registry.get_task_class("gsm8k")(data_path=str(gsm8k))
+    docs = task.eval_docs()
+    ctx = RunContext(num_fewshot=2, apply_chat_template=True, render_chat=hf_backend.apply_chat_template)
+    for i in (0, 1):
+        req = task.requests(docs[i], ctx)[0]
+        assert hf_backend.apply_chat_template(req.message_dicts()) == ref[i]
+        assert [m["role"] for m in req.message_dicts()] == ["user", "assistant", "user", "assistant", "user"]
+    single = RunContext(num_fewshot=2, apply_chat_template=True, fewshot_as_multiturn=False,
+                        render_chat=hf_backend.apply_chat_template)
+    assert hf_backend.apply_chat_template(task.requests(docs[0], single)[0].message_dicts()) != ref[0]
