@@ -44,8 +44,6 @@ def add_task_args(p: argparse.ArgumentParser):
                         "(the default with --apply-chat-template, as in lm-eval)")
     p.add_argument("--no-fewshot-as-multiturn", dest="fewshot_as_multiturn", action="store_false",
                    help="with a chat template, put the few-shot examples in the one user turn")
-    p.add_argument("--write-out", action="store_true",
-                   help="print the first prompts of each task and stop before the model loads")
     p.add_argument("--lm-eval-gen", type=json.loads, default=None, help=argparse.SUPPRESS)
     p.add_argument("--metric", action="append", default=[], metavar="evaluate:NAME[:K=V,...]",
                    help="extra metric for the generation tasks: a Hugging Face evaluate metric "
@@ -136,10 +134,17 @@ def appended_metrics(tasks: list, specs) -> list:
 
 
 def register(sub):
-    p = sub.add_parser("run", help="evaluate a model on tasks")
+    p = sub.add_parser("run", help="evaluate a model on tasks",
+                       description="Evaluate a model on tasks. lm-eval's command lines work too (`evalkit --model hf "
+                                   "--model_args pretrained=X --tasks T --batch_size 8 --output_path out --log_samples`"
+                                   "): underscore spellings, --model_args, --batch_size, --device, --output_path, "
+                                   "--log_samples, --write_out, --gen_kwargs with lm-eval's keys; a flag that means "
+                                   "something else stops with a message naming the difference.")
     add_model_args(p)
     add_task_args(p)
     p.add_argument("--output", default="results", help="results folder (a run record is written there)")
+    p.add_argument("--write-out", action="store_true",
+                   help="print the first prompts of each task and stop before the model loads")
     p.add_argument("--lm-eval-output", default=None, metavar="DIR",
                    help="also write lm-eval's results_*.json and samples files there (lm-eval's --output_path does)")
     p.add_argument("--no-output", action="store_true", help="do not write a run record")
