@@ -56,11 +56,7 @@ def limit_value(text: str):
         x = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a number of docs or a fraction below 1") from None
-    if 0 < x < 1:
-        return x
-    if x < 1 or x != int(x):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected an integer >= 1 or a fraction in (0, 1)")
-    return int(x)
+    return x if 0 < x < 1 or x != int(x) else int(x)  # the range is checked with the other options
 
 
 def parse_data_paths(items, flag: str = "--data") -> dict:
@@ -108,8 +104,8 @@ def build_config(args) -> RunConfig:
     gen = parse_model_args(args.gen_kwargs, "--gen-kwargs")
     validation.check_gen_overrides(gen)
     validation.check_num_fewshot(args.num_fewshot)
-    if args.limit is not None and not (args.limit >= 1 or 0 < args.limit < 1):
-        raise ValueError("--limit must be >= 1 or a fraction in (0, 1)")
+    if args.limit is not None and not (0 < args.limit < 1 or (args.limit >= 1 and args.limit == int(args.limit))):
+        raise ValueError(f"--limit {args.limit:g}: must be a number of docs >= 1 or a fraction in (0, 1)")
     lm_gen = getattr(args, "lm_eval_gen", None) or {}  # lm-eval's --gen_kwargs, translated
     validation.check_gen_overrides({k: v for k, v in lm_gen.items() if k != "stop"}, "--gen_kwargs")
     gen.update(lm_gen)
