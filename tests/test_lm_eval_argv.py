@@ -94,3 +94,25 @@ def test_fewshot_flag_reaches_the_record():
     cfg = RunConfig(tasks=["gsm8k"], apply_chat_template=True, fewshot_as_multiturn=False)
     assert RunConfig.from_record(json.loads(json.dumps(cfg.to_record()))).fewshot_as_multiturn is False
     assert "fewshot_as_multiturn" not in RunConfig(tasks=["gsm8k"]).to_record()
+
+
+def test_import_metrics_only_and_bad_files(tmp_path, capsys):
+    res = {"results": {"arc_easy": {"alias": "arc_easy", "acc,none": 0.5, "acc_stderr,none": 0.1,
+                                    "acc_norm,none": 0.25, "acc_norm_stderr,none": "N/A"}},
+           "versions": {"arc_easy": 1.0}, "n-shot": {"arc_easy": 0}, "higher_is_better": {"arc_easy": {"acc": True}},
+           "config": {"model": "hf", "model_args": "pretrained=/m,dtype=float32", "limit": None}}
+    (tmp_path / "lm").mkdir()
+    (tmp_path / "lm" / "results_2024-01-01T00-00-00.json").write_text(json.dumps(res))
+    assert main(["import", "lm-eval", str(tmp_path / "lm"), "--output", str(tmp_path / "r")]) == 0
+    assert "--log_samples" in capsys.readouterr().err  # no samples: said, metrics kept
+    from evalkit.records import load_run
+    rec = load_run(next((tmp_path / "r").iterdir()))
+    assert rec.metrics("arc_easy")["acc"]["value"] == 0.5 and rec.metrics("arc_easy")["acc"]["stderr"] == 0.1
+    assert rec.metrics("arc_easy")["acc_norm"]["stderr"] is None and rec.model["args"]["pretrained"] == "/m"
+    (tmp_path / "bad.json").write_text('{"x": 1}')
+    for path, words in ((tmp_path / "bad.json", "not an lm-eval results file"),
+                        (tmp_path / "missing", "no such file"), (tmp_path / "r", "no lm-eval results_")):
+        assert main(["import", "lm-eval", str(path), "--output", str(tmp_path / "r2")]) == 2
+        assert words in capsys.readouterr().err
+    assert main(["import", "lm-eval", str(tmp_path / "lm"), "--task-map", "hellaswag=gsm8k"]) == 2
+    assert "--task-map names lm-eval task(s) not in" in capsys.readouterr().err
