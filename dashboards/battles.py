@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from evalkit import __version__
+from evalkit.version import __version__
 from evalkit.arena import load_battles
 from evalkit.arena.summary import TASK, arena_entry, content_hash, rate
 from evalkit.records import SCHEMA_VERSION, RunRecord

@@ -3,12 +3,23 @@
 The public API a task author needs lives here; see ``evalkit.task`` for the plugin contract.
 """
 
-__version__ = "0.1.0"
+from evalkit.version import __version__  # noqa: E402
 
 from evalkit.requests import GenerateRequest, GenParams, LoglikelihoodRequest, RollingRequest  # noqa: E402
 from evalkit.task import Doc, Sample, Task, register_task  # noqa: E402
 
+
+
+def evaluate(model, tasks, limit=None, **options):
+    """Evaluate ``model`` (a spec string such as ``"hf:smollm2-135m"``, a loaded transformers model
+    with ``tokenizer=``, a vLLM ``LLM`` or an evalkit backend) on ``tasks``; returns the run record.
+    Options are ``evalkit run``'s by their Python names; see ``evalkit.api`` (imported on first call,
+    so ``import evalkit`` stays light)."""
+    from evalkit.api import evaluate as _evaluate
+    return _evaluate(model, tasks, limit, **options)
+
+
 __all__ = [
     "Doc", "GenParams", "GenerateRequest", "LoglikelihoodRequest", "RollingRequest", "Sample",
-    "Task", "register_task", "__version__",
+    "Task", "evaluate", "register_task", "__version__",
 ]

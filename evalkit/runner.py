@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
@@ -63,6 +64,16 @@ def select_docs(docs: list, limit: Optional[int], shard: Optional[tuple]) -> lis
     return pairs
 
 
+def task_limit(limit, n_docs: int) -> Optional[int]:
+    """The number of docs ``limit`` takes of a task: a count, or a fraction below 1 of the task's
+    docs rounded up (lm-eval's ``--limit 0.1``)."""
+    if limit is None:
+        return None
+    if isinstance(limit, float) and limit < 1:
+        return math.ceil(n_docs * limit)
+    return int(limit)
+
+
 def make_task(name: str, config: RunConfig) -> Task:
     cls = registry.get_task_class(name)
     task = cls(data_path=config.data_paths.get(name), **config.task_options.get(name, {}))
@@ -78,8 +89,9 @@ def load_tasks(config: RunConfig) -> list[TaskRun]:
         run_checks.check_fewshot_source(task, config.num_fewshot)
         docs = task.eval_docs()
         # zero docs is an error for the evaluation as a whole; one shard may hold none of a task's
-        run_checks.require_docs(task, docs[:config.limit] if config.limit is not None else docs, config)
-        picked = select_docs(docs, config.limit, config.shard)
+        limit = task_limit(config.limit, len(docs))
+        run_checks.require_docs(task, docs[:limit] if limit is not None else docs, config)
+        picked = select_docs(docs, limit, config.shard)
         runs.append(TaskRun(task, [d for _, d in picked], [], [k for k, _ in picked]))
     return runs
 

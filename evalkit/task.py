@@ -184,6 +184,17 @@ class Task:
         return self.instruction + body
 
     def messages(self, doc: Doc, ctx: RunContext) -> list[dict]:
+        """The chat form: with few-shot examples and ``ctx.fewshot_as_multiturn`` (None counts as
+        yes, as in lm-eval), the instruction is the system turn and each example a user and an
+        assistant turn; tasks that build their own prompt text keep it in one user turn."""
+        k = self.num_fewshot if ctx.num_fewshot is None else ctx.num_fewshot
+        if k and ctx.fewshot_as_multiturn is not False and type(self).build_prompt_text is Task.build_prompt_text:
+            system = self.fewshot_delimiter.join(x for x in (ctx.system_prompt, self.instruction.strip()) if x)
+            msgs = [{"role": "system", "content": system}] if system else []
+            for ex in self.fewshot_examples(doc, k, ctx):
+                msgs += [{"role": "user", "content": self.doc_to_text(ex)},
+                         {"role": "assistant", "content": self.doc_to_target(ex)}]
+            return msgs + [{"role": "user", "content": self.doc_to_text(doc)}]
         msgs = [{"role": "system", "content": ctx.system_prompt}] if ctx.system_prompt else []
         return msgs + [{"role": "user", "content": self.prompt_text(doc, ctx)}]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from evalkit.errors import ConfigError
 
 DTYPES = ("auto", "float32", "float16", "bfloat16", "half", "float")  # torch names vLLM also takes
-GEN_KEYS = ("max_tokens", "temperature", "top_p", "n", "seed")
+GEN_KEYS = ("max_tokens", "temperature", "top_p", "n", "seed", "top_k", "min_p", "repetition_penalty")
 _INT_ARGS = {"batch_size": 1, "max_length": 1, "max_gen_toks": 1, "threads": 1, "token_budget": 1, "chunk_size": 1,
              "concurrency": 1, "max_retries": 0, "max_model_len": 1, "tensor_parallel_size": 1,
              "data_parallel_size": 1, "max_num_seqs": 1, "block_size": 1, "max_lora_rank": 1}
@@ -76,6 +76,9 @@ def check_gen_overrides(gen: dict, flag: str = "--gen-kwargs") -> None:
         "temperature": (lambda v: _is_num(v) and v >= 0, "a number >= 0"),
         "top_p": (lambda v: _is_num(v) and 0 < v <= 1, "a number in (0, 1]"),
         "seed": (lambda v: v is None or _is_int(v), "an integer"),
+        "top_k": (lambda v: _is_int(v) and v >= 0, "an integer >= 0 (0: no cut)"),
+        "min_p": (lambda v: _is_num(v) and 0 <= v < 1, "a number in [0, 1)"),
+        "repetition_penalty": (lambda v: _is_num(v) and v > 0, "a number > 0 (1: none)"),
     }
     for key, value in gen.items():
         ok, want = rules[key]

@@ -143,3 +143,16 @@ def test_slim_score_arena_cache_and_missing_extras(slim, tmp_path):
         line = p.stderr.strip()
         assert len(line.splitlines()) == 1 and "Traceback" not in line, line
         assert line.endswith(f"pip install 'evalkit-harness[{extra}]'") or "'eval' extra" in line, line
+
+
+def test_slim_lm_eval_export_and_import(slim, tmp_path):
+    """lm-eval's file layout in and out needs no extra: export a run, import it back, compare them."""
+    b, _ = paired_outcomes(40, 25, 2, 10)
+    base = make_run(tmp_path, "base", {"gsm8k": binary_items(b, "exact_match")})
+    p = ek(slim, "export", "--format", "lm-eval", base, "--output", tmp_path / "lm")
+    assert p.returncode == 0, p.stderr
+    p = ek(slim, "import", "lm-eval", tmp_path / "lm", "--output", tmp_path / "back")
+    assert p.returncode == 0, p.stderr
+    (back,) = [d for d in (tmp_path / "back").iterdir() if (d / "run.json").exists()]
+    p = ek(slim, "compare", base, back)
+    assert p.returncode == 0 and "no regression" in p.stdout, p.stderr

@@ -186,7 +186,8 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
         greedy_groups: "OrderedDict[tuple, list[int]]" = OrderedDict()
         for i, r in enumerate(requests):
             if r.params.greedy:
-                greedy_groups.setdefault((r.params.max_tokens, tuple(r.params.stop)), []).append(i)
+                greedy_groups.setdefault((r.params.max_tokens, tuple(r.params.stop), r.params.repetition_penalty),
+                                         []).append(i)
             else:
                 yield [(i, self._sample_one(r))]
         for idxs in greedy_groups.values():
@@ -271,9 +272,14 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
             kwargs = dict(do_sample=do_sample, max_new_tokens=max_new, pad_token_id=pad, use_cache=True,
                           stopping_criteria=StoppingCriteriaList([StopOnStrings(width)]))
             if do_sample:
-                kwargs.update(temperature=float(params.temperature), top_p=float(params.top_p), top_k=0)
+                kwargs.update(temperature=float(params.temperature), top_p=float(params.top_p),
+                              top_k=int(params.top_k))
+                if params.min_p:
+                    kwargs["min_p"] = float(params.min_p)
             else:
                 kwargs.update(temperature=None, top_p=None, top_k=None)
+            if params.repetition_penalty != 1.0:
+                kwargs["repetition_penalty"] = float(params.repetition_penalty)
             with torch.inference_mode():
                 gen = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device), **kwargs)
             for r, j in enumerate(rows):

@@ -267,6 +267,12 @@ class OpenAIBackend(Backend):
             body["top_p"] = float(p.top_p)
             if p.seed is not None:
                 body["seed"] = int(p.seed)
+            if p.top_k:  # vLLM/SGLang server extensions of the completions API
+                body["top_k"] = int(p.top_k)
+            if p.min_p:
+                body["min_p"] = float(p.min_p)
+        if p.repetition_penalty != 1.0:
+            body["repetition_penalty"] = float(p.repetition_penalty)
         if req.messages is not None:
             body["messages"] = req.message_dicts()
             return "/chat/completions", body

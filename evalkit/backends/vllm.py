@@ -327,7 +327,9 @@ class VLLMBackend(TokenizerMixin, Backend):
         kw = dict(n=1 if p.greedy else int(p.n), temperature=float(p.temperature), max_tokens=int(p.max_tokens),
                   stop=[s for s in p.stop if s] or None, skip_special_tokens=True)
         if not p.greedy:
-            kw.update(top_p=float(p.top_p), seed=p.seed)
+            kw.update(top_p=float(p.top_p), seed=p.seed, top_k=int(p.top_k) or -1, min_p=float(p.min_p))
+        if p.repetition_penalty != 1.0:
+            kw["repetition_penalty"] = float(p.repetition_penalty)
         return self._SamplingParams(**kw)
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[list[Completion]]:

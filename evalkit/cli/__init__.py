@@ -53,8 +53,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+TOP_FLAGS = {"-h", "--help", "-v", "--verbose", "--version"}
+
+
+def lm_eval_argv(parser: argparse.ArgumentParser, argv: list) -> list:
+    """lm-eval's command lines: ``evalkit --model ...`` (no subcommand) is ``evalkit run ...``, and
+    ``run`` takes lm-eval's spellings (``evalkit.lm_eval_io.argv``)."""
+    lead = [a for a in argv[:2] if a in ("-v", "--verbose")]
+    rest = argv[len(lead):]
+    if rest and rest[0].startswith("-") and rest[0] not in TOP_FLAGS:
+        rest = ["run"] + rest
+    if not rest or rest[0] != "run":
+        return argv
+    from evalkit.lm_eval_io.argv import translate
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["run"]
+    known = {s for a in sub._actions for s in a.option_strings}
+    return lead + ["run"] + translate(rest[1:], known)
+
+
 def main(argv=None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        argv = lm_eval_argv(parser, argv)
+    except EvalkitError as e:
+        print(f"evalkit run: error: {one_line(e)}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")

@@ -29,7 +29,7 @@ TOP_KEYS = {"baseline", "baseline_model", "baseline_model_args", "tasks", "limit
             "apply_chat_template", "system_prompt", "include_path", "data", "fewshot_data", "task_args", "gen_kwargs",
             "output", "cache_dir", "candidate", "compare", "shard"}
 CANDIDATE_KEYS = {"model", "model_args", "gen_kwargs", "run"}
-GEN_KEYS = {"max_tokens", "temperature", "top_p", "n", "seed"}  # as `evalkit run --gen-kwargs`
+GEN_KEYS = {"max_tokens", "temperature", "top_p", "n", "seed", "top_k", "min_p", "repetition_penalty"}  # as run's
 
 
 def load_config(path: str) -> dict:

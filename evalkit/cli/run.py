@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 
@@ -21,7 +22,8 @@ def add_model_args(p: argparse.ArgumentParser, required=True, flag="--model"):
 
 def add_task_args(p: argparse.ArgumentParser):
     p.add_argument("--tasks", required=True, help="comma-separated task names or patterns (see `evalkit tasks`)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N docs of each task")
+    p.add_argument("--limit", type=limit_value, default=None, metavar="N|FRACTION",
+                   help="only the first N docs of each task, or a fraction below 1 of each task's docs (0.1)")
     p.add_argument("--seed", type=int, default=1234, help="run seed (few-shot draws, sampling, bootstrap)")
     p.add_argument("--num-fewshot", type=int, default=None, help="override the tasks' few-shot count")
     p.add_argument("--apply-chat-template", action="store_true", help="render prompts with the chat template")
@@ -34,11 +36,27 @@ def add_task_args(p: argparse.ArgumentParser):
                         "for a task whose few-shot examples come from another split, e.g. gsm8k's train)")
     p.add_argument("--task-args", action="append", default=[], metavar="TASK:K=V,...", help="task options")
     p.add_argument("--gen-kwargs", default="", metavar="K=V,...",
-                   help="generation overrides: max_tokens, temperature, top_p, n")
+                   help="generation overrides: max_tokens, temperature, top_p, n, seed, top_k, min_p, "
+                        "repetition_penalty (lm-eval's --gen_kwargs keys: until, max_gen_toks, do_sample, ...)")
     p.add_argument("--shard", default=None, metavar="I/N", help="run only shard I of N (by doc id)")
+    p.add_argument("--fewshot-as-multiturn", action="store_true", default=None,
+                   help="with a chat template, each few-shot example is a user turn and an assistant turn "
+                        "(the default with --apply-chat-template, as in lm-eval)")
+    p.add_argument("--no-fewshot-as-multiturn", dest="fewshot_as_multiturn", action="store_false",
+                   help="with a chat template, put the few-shot examples in the one user turn")
+    p.add_argument("--lm-eval-gen", type=json.loads, default=None, help=argparse.SUPPRESS)
     p.add_argument("--metric", action="append", default=[], metavar="evaluate:NAME[:K=V,...]",
                    help="extra metric for the generation tasks: a Hugging Face evaluate metric "
                         "(e.g. evaluate:bertscore:lang=en, or a local metric script); repeatable")
+
+
+def limit_value(text: str):
+    """``--limit``: an integer >= 1, or a fraction in (0, 1) of each task's docs."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of docs or a fraction below 1") from None
+    return x if 0 < x < 1 or x != int(x) else int(x)  # the range is checked with the other options
 
 
 def parse_data_paths(items, flag: str = "--data") -> dict:
@@ -86,12 +104,18 @@ def build_config(args) -> RunConfig:
     gen = parse_model_args(args.gen_kwargs, "--gen-kwargs")
     validation.check_gen_overrides(gen)
     validation.check_num_fewshot(args.num_fewshot)
-    if args.limit is not None and args.limit < 1:
-        raise ValueError("--limit must be >= 1")
+    if args.limit is not None and not (0 < args.limit < 1 or (args.limit >= 1 and args.limit == int(args.limit))):
+        raise ValueError(f"--limit {args.limit:g}: must be a number of docs >= 1 or a fraction in (0, 1)")
+    lm_gen = getattr(args, "lm_eval_gen", None) or {}  # lm-eval's --gen_kwargs, translated
+    validation.check_gen_overrides({k: v for k, v in lm_gen.items() if k != "stop"}, "--gen_kwargs")
+    gen.update(lm_gen)
+    if getattr(args, "fewshot_as_multiturn", None) and not args.apply_chat_template:
+        raise ValueError("--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)")
     return RunConfig(tasks=tasks, limit=args.limit, seed=args.seed, num_fewshot=args.num_fewshot,
                      apply_chat_template=args.apply_chat_template, system_prompt=args.system_prompt,
                      data_paths=data, task_options=task_opts, gen_overrides=gen, shard=parse_shard(args.shard),
-                     tags=list(getattr(args, "tag", []) or []), fewshot_paths=fewshot, metrics=metrics)
+                     tags=list(getattr(args, "tag", []) or []), fewshot_paths=fewshot, metrics=metrics,
+                     fewshot_as_multiturn=getattr(args, "fewshot_as_multiturn", None))
 
 
 def appended_metrics(tasks: list, specs) -> list:
@@ -106,10 +130,19 @@ def appended_metrics(tasks: list, specs) -> list:
 
 
 def register(sub):
-    p = sub.add_parser("run", help="evaluate a model on tasks")
+    p = sub.add_parser("run", help="evaluate a model on tasks",
+                       description="Evaluate a model on tasks. lm-eval's command lines work too (`evalkit --model hf "
+                                   "--model_args pretrained=X --tasks T --batch_size 8 --output_path out --log_samples`"
+                                   "): underscore spellings, --model_args, --batch_size, --device, --output_path, "
+                                   "--log_samples, --write_out, --gen_kwargs with lm-eval's keys; a flag that means "
+                                   "something else stops with a message naming the difference.")
     add_model_args(p)
     add_task_args(p)
     p.add_argument("--output", default="results", help="results folder (a run record is written there)")
+    p.add_argument("--write-out", action="store_true",
+                   help="print the first prompts of each task and stop before the model loads")
+    p.add_argument("--lm-eval-output", default=None, metavar="DIR",
+                   help="also write lm-eval's results_*.json and samples files there (lm-eval's --output_path does)")
     p.add_argument("--no-output", action="store_true", help="do not write a run record")
     p.add_argument("--cache-dir", default=None, help="response cache folder (default ~/.cache/evalkit)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
@@ -137,6 +170,8 @@ def run(args):
     if not args.no_output:
         validation.check_output_dir(args.output)
     task_runs = load_tasks(config)  # data errors surface before the model loads
+    if getattr(args, "write_out", False):
+        return write_out(config, task_runs)
     cache = open_cache(args)
     if getattr(args, "base_url", None):
         model_args["base_url"] = args.base_url
@@ -170,12 +205,35 @@ def run(args):
         try:
             out["run"]["path"] = str(write_run(args.output, out["run"], out["samples"]))
             print(f"\nrun record: {out['run']['path']}")
+            if getattr(args, "lm_eval_output", None):
+                from evalkit.lm_eval_io.exporter import export_run
+                from evalkit.records import load_run
+                print(f"lm-eval files: {export_run(load_run(out['run']['path']), args.lm_eval_output)}")
         except OSError as e:
             failed += 1
             print(f"evalkit run: error: could not write the run record to {args.output}: {e.strerror or e}; "
                   f"the answers are cached, so a rerun with a writable --output recomputes nothing", file=sys.stderr)
     sinks.after_run(args, [out["run"]["path"] for out in outs if "path" in out["run"]])
     return 2 if failed else 0
+
+
+def write_out(config: RunConfig, task_runs, n: int = 3) -> int:
+    """``--write-out``: the first prompts of each task as the model would read them; no model."""
+    from evalkit.runner import plan
+    p = plan(config, None, task_runs)
+    if config.apply_chat_template:
+        print("(chat template not rendered: it needs the model's tokenizer; the messages are shown)")
+    for tr in p.task_runs:
+        for doc, reqs in list(zip(tr.docs, tr.requests))[:n]:
+            print(f"===== {tr.task.name} doc {doc.id} ({len(reqs)} request(s)) =====")
+            print(json.dumps(tr.task.prompt_of(doc, p.ctx), indent=1, ensure_ascii=False)
+                  if config.apply_chat_template else tr.task.prompt_of(doc, p.ctx))
+            if doc.choices:
+                print(f"----- choices: {doc.choices!r}  gold: {doc.gold!r}")
+            elif doc.target is not None:
+                print(f"----- target: {doc.target!r}")
+    print(f"\n--write-out: {sum(len(tr.docs) for tr in p.task_runs)} docs planned; stopped before loading the model")
+    return 0
 
 
 def _fmt(x, digits=4):

@@ -1,0 +1,130 @@
+"""The Python API: ``evalkit.evaluate(model=..., tasks=[...], limit=..., **options)``.
+
+``model`` is any of:
+
+- a spec string, as ``evalkit run --model`` takes it (``"hf:smollm2-135m"``, ``"vllm:/path"``,
+  ``"openai:name"``), with backend options in ``model_args``;
+- a loaded transformers model, with its ``tokenizer`` (or a ``(model, tokenizer)`` pair);
+- a vLLM ``LLM``;
+- an evalkit backend object.
+
+Options are ``evalkit run``'s, by their Python names: ``num_fewshot``, ``seed``,
+``apply_chat_template``, ``fewshot_as_multiturn``, ``system_prompt``, ``data`` ({task: path}),
+``fewshot_data``, ``task_args`` ({task: {k: v}}), ``gen_kwargs``, ``shard`` ((i, n)), ``tags``,
+``include_path``, ``output`` (results folder; None: write no record), ``cache_dir``, ``cache``
+(False: neither read nor write the response cache), ``progress``. ``limit`` is a count of docs or a
+fraction below 1 of each task's.
+
+Returns the run record (``evalkit.records.Run``, the same object ``run.json`` holds), with the
+sample rows of each task as ``run.samples`` ({task: [row, ...]}) and the record's folder as
+``run.path`` when one was written.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+OPTIONS = ("num_fewshot", "seed", "apply_chat_template", "fewshot_as_multiturn", "system_prompt", "data",
+           "fewshot_data", "task_args", "gen_kwargs", "shard", "tags", "include_path", "output", "cache_dir",
+           "cache", "progress", "model_args", "tokenizer")
+
+
+def _is_vllm_llm(obj) -> bool:
+    return type(obj).__name__ == "LLM" and type(obj).__module__.split(".")[0] == "vllm"
+
+
+def _is_transformers_model(obj) -> bool:
+    return hasattr(obj, "state_dict") and hasattr(obj, "config") and hasattr(obj, "generate")
+
+
+def make_model_backend(model, tokenizer=None, model_args: Optional[dict] = None):
+    """(backend, spec string for the record, whether evaluate owns the backend and closes it)."""
+    from evalkit.backends.base import Backend
+    args = dict(model_args or {})
+    if isinstance(model, tuple) and len(model) == 2:
+        model, tokenizer = model
+    if isinstance(model, str):
+        from evalkit.backends import make_backend, split_spec
+        split_spec(model)
+        return make_backend(model, args), model, True
+    if isinstance(model, Backend):
+        return model, getattr(model, "spec", model.name), False
+    if _is_vllm_llm(model):
+        from evalkit.backends.in_memory import vllm_backend_from_llm
+        b = vllm_backend_from_llm(model, **args)
+        return b, f"vllm:{b.spec}", False
+    if _is_transformers_model(model):
+        if tokenizer is None:
+            raise ValueError("evalkit.evaluate: a transformers model needs its tokenizer: "
+                             "evaluate(model=model, tokenizer=tokenizer, ...) or model=(model, tokenizer)")
+        from evalkit.backends.in_memory import LoadedHFBackend
+        b = LoadedHFBackend(model, tokenizer, **args)
+        return b, f"hf:{b.spec} (in memory)", False
+    raise TypeError(f"evalkit.evaluate: model {type(model).__name__!r} is not a spec string, a transformers model, "
+                    f"a vLLM LLM or an evalkit backend")
+
+
+def _config(tasks, limit, o: dict):
+    from evalkit import registry, validation
+    from evalkit.run_config import RunConfig
+    for p in ([o["include_path"]] if isinstance(o.get("include_path"), str) else o.get("include_path") or []):
+        registry.include_path(str(p))
+    names = registry.expand([tasks] if isinstance(tasks, str) else list(tasks))
+    gen = dict(o.get("gen_kwargs") or {})
+    if gen:
+        from evalkit.lm_eval_io.gen_kwargs import to_evalkit_gen
+        gen, _ = to_evalkit_gen(gen, strict=True)  # evalkit's keys and lm-eval's (max_gen_toks, until, ...)
+        validation.check_gen_overrides({k: v for k, v in gen.items() if k != "stop"}, "gen_kwargs")
+    validation.check_num_fewshot(o.get("num_fewshot"), "num_fewshot")
+    if limit is not None and not (isinstance(limit, (int, float)) and (limit >= 1 or 0 < limit < 1)):
+        raise ValueError(f"limit={limit!r}: expected a number of docs >= 1 or a fraction in (0, 1)")
+    data = {k: str(v) for k, v in (o.get("data") or {}).items()}
+    task_opts = {k: dict(v) for k, v in (o.get("task_args") or {}).items()}
+    validation.check_task_options(task_opts)
+    return RunConfig(tasks=names, limit=limit, seed=int(o.get("seed", 1234)), num_fewshot=o.get("num_fewshot"),
+                     apply_chat_template=bool(o.get("apply_chat_template")), system_prompt=o.get("system_prompt"),
+                     data_paths=data, task_options=task_opts, gen_overrides=gen,
+                     shard=tuple(o["shard"]) if o.get("shard") else None, tags=list(o.get("tags") or []),
+                     fewshot_paths={k: str(v) for k, v in (o.get("fewshot_data") or {}).items()},
+                     fewshot_as_multiturn=o.get("fewshot_as_multiturn"))
+
+
+def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, None] = None, **options):
+    """Evaluate ``model`` on ``tasks``; returns the run record (see the module docstring)."""
+    from evalkit.cache import NullCache, ResponseCache
+    from evalkit.records import Run
+    from evalkit.runner import evaluate as run_evaluation, load_tasks
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise TypeError(f"evalkit.evaluate: unknown option(s) {', '.join(unknown)}; known: {', '.join(OPTIONS)}")
+    config = _config(tasks, limit, options)
+    task_runs = load_tasks(config)  # data errors before any model work
+    output = options.get("output", "results")
+    if options.get("cache", True) is False:
+        cache = NullCache()
+    else:
+        cache_dir = options.get("cache_dir")
+        cache = ResponseCache(Path(cache_dir) / "responses.sqlite" if cache_dir else None)
+    model_args = dict(options.get("model_args") or {})
+    try:
+        backend, spec, owned = make_model_backend(model, options.get("tokenizer"), model_args)
+    except BaseException:
+        cache.close()
+        raise
+    torch_model = getattr(backend, "_model", None) if not owned else None
+    was_training = bool(getattr(torch_model, "training", False))
+    if was_training:
+        torch_model.eval()  # dropout off while scoring; the caller's mode comes back afterwards
+    try:
+        out = run_evaluation(backend, config, cache, output, model_spec=spec,
+                             model_args={k: v for k, v in model_args.items()}, progress=bool(options.get("progress")),
+                             task_runs=task_runs)
+    finally:
+        if was_training:
+            torch_model.train()
+        if owned:
+            backend.close()
+        cache.close()
+    run = Run.from_dict(out["run"])
+    run.samples = out["samples"]
+    return run
