@@ -96,4 +96,4 @@ def summary_line(s: dict, steps: Optional[bool] = None) -> str:
     e = s["engine"]
     return (f"{s['rows']} rows scored by {s['model']} ({s['pooling']['api']}, activation {s['pooling']['activation']}); "
             f"mean {s['field']} {s['mean']:.4f}; requests {e.get('requested', 0)}, unique {e.get('unique', 0)}, "
-            f"cached {e.get('cached', 0)}, computed {e.get('computed', 0)} -> {s['output']}")
+            f"cached {e.get("cached", 0)}, computed {e.get('computed', 0)} -> {s['output']}")
