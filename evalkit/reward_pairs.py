@@ -92,8 +92,8 @@ def score_file(backend, cache, input_path, output_path, steps: bool = False, pro
             "pooling": backend.pooling_info(), "engine": dict(engine.stats), "output": str(out)}
 
 
-def summary_line(s: dict, steps: Optional[bool] = None) -> str:
-    e = s["engine"]
-    return (f"{s['rows']} rows scored by {s['model']} ({s['pooling']['api']}, activation {s['pooling']['activation']}); "
+def summary_line(s: dict) -> str:
+    e, pool = s["engine"], s["pooling"]
+    return (f"{s['rows']} rows scored by {s['model']} ({pool['api']}, activation {pool['activation']}); "
             f"mean {s['field']} {s['mean']:.4f}; requests {e.get('requested', 0)}, unique {e.get('unique', 0)}, "
-            f"cached {e.get("cached", 0)}, computed {e.get('computed', 0)} -> {s['output']}")
+            f"cached {e.get('cached', 0)}, computed {e.get('computed', 0)} -> {s['output']}")
