@@ -133,11 +133,16 @@ class RewardBackend(Backend):
 
     # ---- the one request kind --------------------------------------------------------------------
     def reward(self, requests: Sequence[RewardRequest]) -> list:
+        for steps in {bool(r.steps) for r in requests}:
+            self.check_kind(steps)
         inputs = [self.request_ids(r) for r in requests]
         out = self._rewards([ids for ids, _ in inputs], [tags for _, tags in inputs])
         self.stats["reward_requests"] += len(requests)
         self.stats["reward_tokens"] += sum(len(ids) for ids, _ in inputs)
         return out
+
+    def check_kind(self, steps: bool) -> None:
+        """Refuse, before any tokenization, a kind of reward (sequence or per step) this backend cannot give."""
 
     def _rewards(self, ids_list: list[list[int]], tags_list: list[Optional[list[int]]]) -> list:
         raise NotImplementedError

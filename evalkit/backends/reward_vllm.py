@@ -72,17 +72,19 @@ class VLLMRewardBackend(RewardBackend):
                 self._llm = LLM(**args)
         return self._llm
 
+    def check_kind(self, steps: bool) -> None:
+        want = "step" if steps else "classify"
+        if want != self.pooling:
+            raise RewardInputError(f"{'per-step' if steps else 'sequence'} rewards need a vllm reward engine with "
+                                   f"pooling={want} (this one has pooling={self.pooling}; vLLM serves one pooling "
+                                   f"task per engine)")
+
     def _rewards(self, ids_list, tags_list):
         if not ids_list:
             return []
         steps = tags_list[0] is not None
         if any((t is not None) != steps for t in tags_list):
             raise RewardInputError("one engine chunk mixes sequence and per-step reward requests")
-        want = "step" if steps else "classify"
-        if want != self.pooling:
-            raise RewardInputError(f"{'per-step' if steps else 'sequence'} rewards need a vllm-reward engine with "
-                                   f"pooling={want} (this one has pooling={self.pooling}; vLLM serves one pooling "
-                                   f"task per engine)")
         from vllm import PoolingParams, TokensPrompt
         params = PoolingParams(use_activation=self.activation == "sigmoid")
         task = "token_classify" if steps else "classify"
