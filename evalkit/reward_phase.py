@@ -16,6 +16,7 @@ from typing import Optional
 
 from evalkit import best_of_n
 from evalkit.engine import Engine
+from evalkit.records import ModelInfo
 from evalkit.requests import RewardRequest
 
 REWARD_PROMPT = "doc.query (the question without few-shot examples) as the user turn, the completion as the assistant's"
@@ -95,6 +96,8 @@ def add_best_of_n(plan, entries: dict, rows: dict, reward_backend, cache, progre
         for label in (f"maj@{n}", f"oracle@{n}", f"rm_best_of@{n}", "rm_auroc", "pass@1"):
             if label in res["metrics"] and label not in entries[name].metrics:
                 entries[name].metrics[label] = res["metrics"][label]
-    from evalkit.runner import model_info
-    info = model_info(reward_backend, getattr(reward_backend, "spec", ""), {}).to_dict()
+    info = ModelInfo(spec=getattr(reward_backend, "record_spec", reward_backend.spec), name=reward_backend.display_name,
+                     backend=reward_backend.name, args=dict(getattr(reward_backend, "record_args", {})),
+                     identity=reward_backend.identity(),
+                     identity_hash=reward_backend.identity_hash()).to_dict()
     return {**info, "pooling": reward_backend.pooling_info(), "engine": dict(engine.stats)}

@@ -33,4 +33,6 @@ def make_reward_backend(spec: str, args: dict | None = None, flag: str = "--rewa
     if unknown:
         raise ValueError(f"{flag} {spec}: {prefix} reward backend does not take {', '.join(unknown)}; "
                          f"allowed: {', '.join(sorted(allowed))}")
-    return cls(name, **args)
+    backend = cls(name, **args)
+    backend.record_spec, backend.record_args = spec, args  # what the run record names
+    return backend
