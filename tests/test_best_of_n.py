@@ -150,3 +150,23 @@ def test_best_of_n_gsm8k_killed_and_resumed(tmp_path, tiny_model_dir, rm_dir):
     run2 = json.loads((_run_dir(tmp_path / "again") / "run.json").read_text())
     assert run2["engine"].get("computed", 0) == 0 and run2["reward_model"]["engine"].get("computed", 0) == 0
     assert run2["tasks"]["gsm8k"]["best_of_n"] == bon
+
+
+def test_verdicts_and_votes_from_the_tasks_own_scoring():
+    """Per-completion verdicts come from the task's scoring (GSM8K numeric match, MATH math_verify)."""
+    from evalkit.reward_phase import verdicts
+    from evalkit.tasks.gsm8k import GSM8K
+    from evalkit.tasks.hendrycks_math import HendrycksMath
+    from evalkit.task import RunContext
+    ctx = RunContext(num_fewshot=0)
+    g = GSM8K()
+    doc = g.record_to_doc({"question": "2 + 3?", "answer": "2 + 3 = 5\n#### 5"}, 0)
+    correct, votes, metric = verdicts(g, [doc], [["so #### 5", "it is 1,005", "The answer is 5.00", "none"]], ctx)
+    assert metric == "exact_match_numeric"
+    assert correct == [[1.0, 0.0, 1.0, 0.0]] and votes == [["5", "1005", "5", None]]
+    m = HendrycksMath()
+    mdoc = m.record_to_doc({"problem": "Half of 1?", "solution": r"It is $\boxed{\frac{1}{2}}$.", "type": "Algebra",
+                            "level": "Level 1"}, 0)
+    correct, votes, metric = verdicts(m, [mdoc], [[r"So $\boxed{0.5}$.", r"$\boxed{\frac12}$", r"$\boxed{2}$"]], ctx)
+    assert metric == "math_verify" and correct == [[1.0, 1.0, 0.0]]
+    assert votes[0][2] == "2"
