@@ -191,3 +191,28 @@ def test_reward_cli_bad_rows_name_file_line_field(tmp_path, line, needle):
     r = _cli("reward", "--model", "hf:/nonexistent/rm", "--input", str(src), "--output", str(tmp_path / "o.jsonl"))
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert f"{src}:3:" in r.stderr and needle in r.stderr, r.stderr
+
+
+def test_vllm_step_pooling_agrees_with_transformers_per_step(rm_dir):
+    """Process rewards: vLLM's STEP pooler at the step tag == the transformers head at the same positions."""
+    pytest.importorskip("vllm")
+    import os
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    from evalkit.backends.reward_base import RewardInputError
+    from evalkit.backends.reward_hf import HFRewardBackend
+    from evalkit.backends.reward_vllm import VLLMRewardBackend
+    reqs = [RewardRequest.pair("Add 2 and 3.", "2 + 3 = 5.\n\nSo the answer is 5.", steps=True),
+            RewardRequest.pair("What is 6 times 7?", "6 * 7 = 42.\n\nCheck: 42 / 7 = 6.\n\nThe answer is 42.", steps=True)]
+    want = HFRewardBackend(rm_dir, step_tag="<file_sep>", padding_side="left", batch_size=2).reward(reqs)
+    v = VLLMRewardBackend(rm_dir, dtype="float32", pooling="step", step_tag="<file_sep>")
+    try:
+        got = v.reward(reqs[::-1])[::-1]
+        assert [len(x) for x in got] == [2, 3]
+        assert max(abs(a - b) for g, w in zip(got, want) for a, b in zip(g, w)) < 1e-4
+        assert v.pooling_info()["vllm_pooling_task"] == "token_classify"
+        with pytest.raises(RewardInputError, match="occurs in the user message"):
+            v.reward([RewardRequest.pair("a <file_sep> in the prompt", "x\n\ny", steps=True)])
+        with pytest.raises(RewardInputError, match="pooling=classify"):
+            v.reward([RewardRequest.pair("q", "a")])
+    finally:
+        v.close()
