@@ -34,3 +34,54 @@ def release() -> None:
     b = _STATE.pop("vllm", None)
     if b is not None:
         b.close()
+
+
+def tiny_qwen2_rm(out) -> str:
+    """A tiny RANDOM ``Qwen2ForRewardModel`` (2 layers, hidden 64, SmolLM2's tokenizer) for loader
+    coverage: vLLM's architecture with its two-layer score head (``score.0``, ReLU, ``score.2``).
+    Random weights, seeded: only for checking the loader and the numerics against a plain
+    transformers ``Qwen2Model`` + the same head (``tiny_qwen2_reference``), never for scores."""
+    from pathlib import Path
+    out = Path(out)
+    if (out / "model.safetensors").exists():
+        return str(out)
+    import torch
+    from safetensors.torch import save_file
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2Model
+    from evalkit import models
+    tok = AutoTokenizer.from_pretrained(models.prepare("smollm2-135m"))
+    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+                      tie_word_embeddings=False, architectures=["Qwen2ForRewardModel"], num_labels=1,
+                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, torch_dtype="float32")
+    torch.manual_seed(17)
+    body = Qwen2Model(cfg)
+    sd = {f"model.{k}": v.contiguous() for k, v in body.state_dict().items()}
+    g = torch.Generator().manual_seed(18)
+    sd["score.0.weight"] = torch.randn(64, 64, generator=g) * 0.2
+    sd["score.0.bias"] = torch.randn(64, generator=g) * 0.1
+    sd["score.2.weight"] = torch.randn(1, 64, generator=g) * 0.2
+    sd["score.2.bias"] = torch.randn(1, generator=g) * 0.1
+    out.mkdir(parents=True, exist_ok=True)
+    cfg.save_pretrained(out)
+    tok.save_pretrained(out)
+    save_file(sd, str(out / "model.safetensors"), metadata={"format": "pt"})
+    return str(out)
+
+
+def tiny_qwen2_reference(path: str, ids_list):
+    """Per-token rewards of the tiny Qwen2 reward model from transformers' ``Qwen2Model`` + the head."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import Qwen2Config, Qwen2Model
+    sd = load_file(f"{path}/model.safetensors")
+    body = Qwen2Model(Qwen2Config.from_pretrained(path))
+    body.load_state_dict({k[len("model."):]: v for k, v in sd.items() if k.startswith("model.")})
+    body.eval()
+    out = []
+    with torch.inference_mode():
+        for ids in ids_list:
+            h = body(input_ids=torch.tensor([ids])).last_hidden_state[0]
+            z = torch.relu(h @ sd["score.0.weight"].T + sd["score.0.bias"])
+            out.append((z @ sd["score.2.weight"].T + sd["score.2.bias"])[:, 0])
+    return out

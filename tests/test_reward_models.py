@@ -216,3 +216,28 @@ def test_vllm_step_pooling_agrees_with_transformers_per_step(rm_dir):
             v.reward([RewardRequest.pair("q", "a")])
     finally:
         v.close()
+
+
+def test_vllm_loads_a_tiny_random_qwen2_reward_model(tmp_path_factory):
+    """Loader coverage for vLLM's Qwen2ForRewardModel (per-token rewards, ``pooling=token``): the last
+    token's reward and the step-tag rewards equal transformers' Qwen2Model + the same head. Random
+    weights: numerics only."""
+    pytest.importorskip("vllm")
+    import os
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    from evalkit.backends.reward_vllm import VLLMRewardBackend
+    from tests._reward_session import tiny_qwen2_reference, tiny_qwen2_rm
+    path = tiny_qwen2_rm(tmp_path_factory.mktemp("qwen2rm") / "tiny-qwen2-rm")
+    v = VLLMRewardBackend(path, dtype="float32", pooling="token", step_tag="<file_sep>", max_model_len=1024)
+    try:
+        seq = [RewardRequest.pair(p, r) for p, r in PAIRS[:3]]
+        step = RewardRequest.pair("Add 2 and 3.", "2 + 3 = 5.\n\nThe answer is 5.", steps=True)
+        got = v.reward(seq + [step])
+        ref = tiny_qwen2_reference(path, [v.request_ids(r)[0] for r in seq + [step]])
+        for g, r in zip(got[:3], ref[:3]):
+            assert abs(g - r[-1].item()) < 1e-4
+        tags = v.request_ids(step)[1]
+        assert len(got[3]) == 2 and max(abs(g - ref[3][t].item()) for g, t in zip(got[3], tags)) < 1e-4
+        assert v.pooling_info()["vllm_pooling_task"] == "token_classify"
+    finally:
+        v.close()

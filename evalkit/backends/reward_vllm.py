@@ -6,6 +6,9 @@ vLLM 0.32 has no ``LLM.reward`` and no ``task=``; one engine serves one pooling 
   token: sequence rewards (any ``*ForSequenceClassification``).
 * ``pooling=step``: ``PoolerConfig(task="token_classify", tok_pooling_type="STEP",
   step_tag_id=<the step tag's id>)``: per-step rewards at each step tag (process reward models).
+* ``pooling=token``: ``encode(pooling_task="token_classify")`` with the model's token pooler (ALL
+  for ``Qwen2ForRewardModel``): a score per token; the reward is the last token's, per-step rewards
+  are read at the step tags' positions.
 
 Rewards are raw (``PoolingParams(use_activation=False)``) unless ``activation=sigmoid`` (vLLM's own
 default for one-label classifiers). Prompts go in as the token ids ``RewardBackend`` makes, the
@@ -21,7 +24,7 @@ from evalkit.backends.reward_base import RewardBackend, RewardInputError
 from evalkit.backends.vllm_engine import offline_cpu_binding, platform_kind
 
 log = logging.getLogger(__name__)
-POOLINGS = ("classify", "step")
+POOLINGS = ("classify", "step", "token")
 
 
 class VLLMRewardBackend(RewardBackend):
@@ -57,7 +60,8 @@ class VLLMRewardBackend(RewardBackend):
     def pooling_info(self) -> dict:
         return {**super().pooling_info(), "dtype": self.dtype_name, "vllm_pooling_task":
                 "classify" if self.pooling == "classify" else "token_classify",
-                "pooling": "LAST (sequence)" if self.pooling == "classify" else "STEP (per step tag)"}
+                "pooling": {"classify": "LAST (sequence)", "step": "STEP (per step tag)",
+                            "token": "ALL tokens: last token (sequence), step tag positions (per step)"}[self.pooling]}
 
     @property
     def llm(self):
@@ -74,6 +78,8 @@ class VLLMRewardBackend(RewardBackend):
 
     def check_kind(self, steps: bool) -> None:
         want = "step" if steps else "classify"
+        if self.pooling == "token":
+            return
         if want != self.pooling:
             raise RewardInputError(f"{'per-step' if steps else 'sequence'} rewards need a vllm reward engine with "
                                    f"pooling={want} (this one has pooling={self.pooling}; vLLM serves one pooling "
@@ -83,17 +89,21 @@ class VLLMRewardBackend(RewardBackend):
         if not ids_list:
             return []
         steps = tags_list[0] is not None
-        if any((t is not None) != steps for t in tags_list):
+        if self.pooling != "token" and any((t is not None) != steps for t in tags_list):
             raise RewardInputError("one engine chunk mixes sequence and per-step reward requests")
         from vllm import PoolingParams, TokensPrompt
         params = PoolingParams(use_activation=self.activation == "sigmoid")
-        task = "token_classify" if steps else "classify"
+        task = "token_classify" if steps or self.pooling == "token" else "classify"
         outs = self.llm.encode([TokensPrompt(prompt_token_ids=x) for x in ids_list], params,
                                pooling_task=task, use_tqdm=self.progress)
         results = []
-        for out, tags in zip(outs, tags_list):
+        for out, ids, tags in zip(outs, ids_list, tags_list):
             data = out.outputs.data.float().cpu()
-            if steps:
+            if self.pooling == "token":  # one row per prompt token
+                rows = data.reshape(len(ids), -1)
+                results.append([float(rows[t, self.label]) for t in tags] if tags is not None
+                               else float(rows[-1, self.label]))
+            elif steps:
                 rows = data.reshape(len(tags), -1) if data.numel() != len(tags) else data.reshape(-1, 1)
                 if rows.shape[0] != len(tags):
                     raise RuntimeError(f"vLLM returned {rows.shape[0]} step scores for {len(tags)} step tags")
