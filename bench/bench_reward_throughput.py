@@ -47,7 +47,7 @@ def side_main(args) -> None:
         _ = b.llm
     else:
         from evalkit.backends.reward_hf import HFRewardBackend
-        b = HFRewardBackend(path, dtype=args.dtype, batch_size=args.hf_batch, threads=os.cpu_count())
+        b = HFRewardBackend(path, dtype=args.dtype, batch_size=args.hf_batch, threads=args.hf_threads)
         _ = b.model
     load_s = time.perf_counter() - t0
     reqs = [RewardRequest.pair(q, a) for q, a in pairs(args.n + args.warmup)]
@@ -65,7 +65,8 @@ def driver(args) -> int:
     for side in ("hf", "vllm"):
         out = Path(f"/tmp/bench_reward_{side}_{os.getpid()}.json")
         cmd = [sys.executable, __file__, "--side", side, "--out", str(out), "--n", str(args.n),
-               "--warmup", str(args.warmup), "--dtype", args.dtype, "--hf-batch", str(args.hf_batch)]
+               "--warmup", str(args.warmup), "--dtype", args.dtype, "--hf-batch", str(args.hf_batch),
+               "--hf-threads", str(args.hf_threads)]
         r = subprocess.run(cmd, stdout=subprocess.DEVNULL if not args.verbose else None,
                            stderr=subprocess.DEVNULL if not args.verbose else None)
         if r.returncode:
@@ -76,7 +77,7 @@ def driver(args) -> int:
     hf, v = res["hf"], res["vllm"]
     diff = max(abs(a - b) for a, b in zip(hf["rewards"], v["rewards"]))
     print(f"{args.n} (question, solution) pairs, {hf['tokens']} tokens, fixture reward model, {args.dtype}, "
-          f"{os.cpu_count()} cores")
+          f"{os.cpu_count()} cores (hf: {args.hf_threads} torch thread(s))")
     for name, r in (("transformers (hf)", hf), ("vLLM offline pooling", v)):
         print(f"  {name:22s} {args.n / r['secs']:8.1f} pairs/s  {r['tokens'] / r['secs']:9.0f} tok/s  "
               f"({r['secs']:.1f} s; load/start {r['load_s']:.1f} s)")
@@ -91,6 +92,8 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=8, help="untimed warm-up pairs")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--hf-batch", type=int, default=8, help="transformers rows per forward pass")
+    p.add_argument("--hf-threads", type=int, default=int(os.environ.get("EVALKIT_TORCH_THREADS", "1")),
+                   help="torch threads of the transformers side (default 1: 2 threads collapse on a loaded 2-core box)")
     p.add_argument("--side", choices=("hf", "vllm"), help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
     p.add_argument("--verbose", action="store_true", help="show the engines' logs")
