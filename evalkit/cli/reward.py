@@ -15,13 +15,13 @@ def register(sub):
                         "vllm: (vLLM offline LLM(runner='pooling')), and a local model folder")
     p.add_argument("--model-args", default="", metavar="K=V,...",
                    help="reward backend options: activation=none|sigmoid (default none: raw rewards), label=0, "
-                        "dtype=float32, batch_size=8 (hf), padding_side=right|left (hf), pooling=classify|step "
+                        "dtype=float32, batch_size=8 (hf), padding_side=right|left (hf), pooling=classify|step|token "
                         "(vllm), step_tag=<extra_0>, step_separator='\\n\\n', max_model_len (vllm)")
     p.add_argument("--input", required=True, metavar="PAIRS.jsonl", help="rows to score")
     p.add_argument("--output", required=True, metavar="SCORED.jsonl", help="where the scored rows go")
     p.add_argument("--steps", action="store_true",
                    help="per-step rewards (process reward model): the response is cut at step_separator and each "
-                        "step is followed by step_tag; needs pooling=step on vllm:")
+                        "step is followed by step_tag; needs pooling=step or pooling=token on vllm:")
     p.add_argument("--cache-dir", default=None, help="response cache folder (default ~/.cache/evalkit)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
