@@ -37,8 +37,8 @@ def release() -> None:
 
 
 def tiny_qwen2_rm(out) -> str:
-    """A tiny RANDOM ``Qwen2ForRewardModel`` (2 layers, hidden 64, SmolLM2's tokenizer) for loader
-    coverage: vLLM's architecture with its two-layer score head (``score.0``, ReLU, ``score.2``).
+    """A tiny RANDOM ``Qwen2ForRewardModel`` (2 layers, hidden 128, head_dim 64 as vLLM's CPU
+    attention needs, SmolLM2's tokenizer) for loader coverage: vLLM's architecture with its two-layer score head (``score.0``, ReLU, ``score.2``).
     Random weights, seeded: only for checking the loader and the numerics against a plain
     transformers ``Qwen2Model`` + the same head (``tiny_qwen2_reference``), never for scores."""
     from pathlib import Path
@@ -50,17 +50,17 @@ def tiny_qwen2_rm(out) -> str:
     from transformers import AutoTokenizer, Qwen2Config, Qwen2Model
     from evalkit import models
     tok = AutoTokenizer.from_pretrained(models.prepare("smollm2-135m"))
-    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=1024,
                       tie_word_embeddings=False, architectures=["Qwen2ForRewardModel"], num_labels=1,
                       bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, torch_dtype="float32")
     torch.manual_seed(17)
     body = Qwen2Model(cfg)
     sd = {f"model.{k}": v.contiguous() for k, v in body.state_dict().items()}
     g = torch.Generator().manual_seed(18)
-    sd["score.0.weight"] = torch.randn(64, 64, generator=g) * 0.2
-    sd["score.0.bias"] = torch.randn(64, generator=g) * 0.1
-    sd["score.2.weight"] = torch.randn(1, 64, generator=g) * 0.2
+    sd["score.0.weight"] = torch.randn(128, 128, generator=g) * 0.2
+    sd["score.0.bias"] = torch.randn(128, generator=g) * 0.1
+    sd["score.2.weight"] = torch.randn(1, 128, generator=g) * 0.2
     sd["score.2.bias"] = torch.randn(1, generator=g) * 0.1
     out.mkdir(parents=True, exist_ok=True)
     cfg.save_pretrained(out)
