@@ -38,8 +38,8 @@ def release() -> None:
 
 def tiny_qwen2_rm(out) -> str:
     """A tiny RANDOM ``Qwen2ForRewardModel`` (2 layers, hidden 128, head_dim 64 as vLLM's CPU
-    attention needs, SmolLM2's tokenizer) for loader coverage: vLLM's architecture with its two-layer score head (``score.0``, ReLU, ``score.2``).
-    Random weights, seeded: only for checking the loader and the numerics against a plain
+    attention needs, SmolLM2's tokenizer) for loader coverage: vLLM's architecture with its two-layer
+    score head (``score.0``, ReLU, ``score.2``). Random weights, seeded: only for checking the loader and the numerics against a plain
     transformers ``Qwen2Model`` + the same head (``tiny_qwen2_reference``), never for scores."""
     from pathlib import Path
     out = Path(out)
