@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Optional
 
 from evalkit.engine import Engine
 from evalkit.requests import RewardRequest
