@@ -241,3 +241,11 @@ def test_vllm_loads_a_tiny_random_qwen2_reward_model(tmp_path_factory):
         assert v.pooling_info()["vllm_pooling_task"] == "token_classify"
     finally:
         v.close()
+
+
+def test_backends_do_not_share_cache_entries(rm_dir):
+    from evalkit.backends.reward_hf import HFRewardBackend
+    from evalkit.backends.reward_vllm import VLLMRewardBackend
+    pytest.importorskip("vllm")
+    a, b = HFRewardBackend(rm_dir), VLLMRewardBackend(rm_dir, dtype="float32")  # no engine starts here
+    assert a.identity_hash() != b.identity_hash() and b.identity()["backend"] == "vllm-reward"

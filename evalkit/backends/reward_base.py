@@ -60,7 +60,7 @@ class RewardBackend(Backend):
     # ---- identity --------------------------------------------------------------------------------
     def identity(self) -> dict:
         if self._identity is None:
-            self._identity = {"model": os.path.basename(self.path.rstrip("/")), "kind": "reward",
+            self._identity = {"model": os.path.basename(self.path.rstrip("/")), "kind": "reward", "backend": self.name,
                               **models.directory_identity(self.path), "activation": self.activation,
                               "label": self.label, "step_tag": self.step_tag, "step_separator": self.step_separator}
         return self._identity
