@@ -138,13 +138,15 @@ class TaskEntry(_Typed):
     rescored: Optional[dict] = None
     ratings: Optional[list] = None
     battles_file: Optional[str] = None
+    #: with --reward-model: pass@1, maj@N, oracle pass@N, RM best-of-N (curves over N) and rm_auroc
+    best_of_n: Optional[dict] = None
     truncated_prompts: Optional[int] = None  # prompts longer than the context, cut from the left
     verifier_hash: Optional[str] = None      # parity certificate with evalkit.rl's rewards for this task
     grpo: Optional[dict] = None              # GRPO group figures with CIs (runs with G > 1 responses per item)
     other: dict = field(default_factory=dict)
 
     OMIT_IF_NONE: typing.ClassVar[tuple] = ("samples_file", "rescored", "ratings", "battles_file",
-                                            "truncated_prompts", "verifier_hash", "grpo")
+                                            "truncated_prompts", "verifier_hash", "grpo", "best_of_n")
 
 
 @dataclass
@@ -166,10 +168,12 @@ class Run(_Typed):
     judge: Optional[dict] = None
     judge_engine: Optional[dict] = None
     merged_from: Optional[list] = None
+    #: with --reward-model: the reward model (identity, pooling, activation, step tag, API, engine counters)
+    reward_model: Optional[dict] = None
     path: Optional[str] = None
     other: dict = field(default_factory=dict)
 
-    OMIT_IF_NONE: typing.ClassVar[tuple] = ("judge", "judge_engine", "merged_from", "path")
+    OMIT_IF_NONE: typing.ClassVar[tuple] = ("judge", "judge_engine", "merged_from", "reward_model", "path")
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "run.json") -> "Run":

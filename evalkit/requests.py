@@ -1,4 +1,5 @@
-"""The three request kinds every backend answers (as lm-eval has them) and their responses.
+"""The three request kinds every backend answers (as lm-eval has them), the reward kind that
+reward-model backends answer, and their responses.
 
 Requests are frozen, hashable dataclasses: the engine dedupes identical requests across tasks and
 keys the response cache on ``request.key()``, a stable digest of the request's content.
@@ -116,7 +117,37 @@ class GenerateRequest:
         return sum(len(c) for _, c in self.messages)
 
 
-Request = Union[LoglikelihoodRequest, RollingRequest, GenerateRequest]
+@dataclass(frozen=True)
+class RewardRequest:
+    """A reward model's score of one conversation (``messages``, rendered with the reward model's
+    chat template; the last message is the response judged) or of raw ``text`` (scored as given).
+    Answered with one float; with ``steps`` (a process reward model) with one float per step."""
+
+    messages: Optional[Messages] = None
+    text: Optional[str] = None
+    steps: bool = False
+    kind = "reward"
+
+    def __post_init__(self):
+        if (self.text is None) == (self.messages is None):
+            raise ValueError("RewardRequest needs exactly one of messages or text")
+
+    @classmethod
+    def pair(cls, prompt: str, response: str, steps: bool = False) -> "RewardRequest":
+        return cls(messages=(("user", prompt), ("assistant", response)), steps=steps)
+
+    def message_dicts(self) -> list[dict]:
+        return [{"role": r, "content": c} for r, c in (self.messages or ())]
+
+    def key(self) -> str:
+        return _memo_key(self, lambda: _digest(["reward", self.text, [list(m) for m in self.messages or ()],
+                                                self.steps]))
+
+    def length(self) -> int:
+        return len(self.text) if self.text is not None else sum(len(c) for _, c in self.messages)
+
+
+Request = Union[LoglikelihoodRequest, RollingRequest, GenerateRequest, RewardRequest]
 
 
 @dataclass
@@ -136,6 +167,8 @@ def response_to_json(kind: str, resp) -> object:
         return [resp.logprob, resp.is_greedy]
     if kind == "loglikelihood_rolling":
         return float(resp)
+    if kind == "reward":  # a float, or a list of per-step floats
+        return [float(x) for x in resp] if isinstance(resp, list) else float(resp)
     return [[c.text, c.finish_reason] for c in resp]
 
 
@@ -144,4 +177,6 @@ def response_from_json(kind: str, obj):
         return LoglikelihoodResult(float(obj[0]), bool(obj[1]))
     if kind == "loglikelihood_rolling":
         return float(obj)
+    if kind == "reward":
+        return [float(x) for x in obj] if isinstance(obj, list) else float(obj)
     return [Completion(t, f) for t, f in obj]

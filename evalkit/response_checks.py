@@ -26,6 +26,12 @@ def problem(kind: str, request, result) -> Optional[str]:
         if not _finite(result) or result > 1e-4:
             return f"log-probability {result!r} is not a finite number <= 0"
         return None
+    if kind == "reward":
+        if request.steps:
+            if not isinstance(result, list) or not all(_finite(x) for x in result):
+                return f"expected a list of finite per-step rewards, got {result!r}"[:200]
+            return None
+        return None if _finite(result) else f"reward {result!r} is not a finite number"
     if not isinstance(result, list) or not all(isinstance(c, Completion) for c in result):
         return f"expected a list of completions, got {type(result).__name__}"
     want = int(request.params.n)

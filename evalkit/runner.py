@@ -172,9 +172,10 @@ def model_info(backend, model_spec: str = "", model_args: Optional[dict] = None)
 
 def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "results",
              model_spec: str = "", model_args: Optional[dict] = None, progress=True,
-             task_runs: Optional[list[TaskRun]] = None) -> dict:
+             task_runs: Optional[list[TaskRun]] = None, reward_backend=None) -> dict:
     """Run every task of ``config`` on ``backend``; writes a run record when ``output_dir`` is set.
     ``task_runs`` (from ``load_tasks``) lets a caller load and validate data before the model.
+    ``reward_backend`` (a reward model) adds best-of-N figures (``evalkit.reward_phase``).
     Returns ``{"run": the record as a dict, "samples": {task: rows}}``."""
     t0 = time.time()
     p = plan(config, backend, task_runs)
@@ -184,12 +185,17 @@ def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "res
     p.too_long = run_checks.prompts_over_context(p.task_runs, backend)
     t_model = time.time()
     entries, rows = score(p, answers)
+    reward_model = None
+    if reward_backend is not None:
+        from evalkit.reward_phase import add_best_of_n
+        reward_model = add_best_of_n(p, entries, rows, reward_backend, cache, progress)
     run = new_run("evaluation", model_info(backend, model_spec, model_args), config.to_record(), entries,
                   engine=engine_stats,
                   # backend counters (vllm/openai: share of completions that hit max_tokens, prefix-cache hits)
                   backend_stats=backend.run_stats(),
                   timings={"prepare_s": round(t_prep - t0, 3), "model_s": round(t_model - t_prep, 3),
-                           "score_s": round(time.time() - t_model, 3), "total_s": round(time.time() - t0, 3)})
+                           "score_s": round(time.time() - t_model, 3), "total_s": round(time.time() - t0, 3)},
+                  reward_model=reward_model)
     if output_dir:
         run.path = str(write_run(output_dir, run, rows))
     return {"run": run.to_dict(), "samples": rows}

@@ -36,7 +36,7 @@ from evalkit.task import Doc
 from evalkit.tasks.mt_bench import MTBench, load_references
 
 from .contestants import BackendPool, Contestant, check_unique, load_answers
-from .judge import Judge
+from .reward_judge import make_judge
 from .mt_bench import PairResult, generate_answers, judge_pairs, select_questions
 from .templates import TemplateSet
 
@@ -231,8 +231,7 @@ def run_arena(contestants: list[Contestant], judge_spec: str, cfg: ArenaConfig, 
     by_name = {c.name: c for c in contestants}
     engines, answered = {}, {c.name: set(ids) for c in contestants if c.imported}
     try:
-        judge = Judge(pool.backend(judge_spec, judge_args), cache, judge_spec, seed=cfg.seed, progress=progress,
-                      **(judge_options or {}))
+        judge = make_judge(pool, judge_spec, judge_args, cache, cfg.seed, progress, judge_options)
         sched = Scheduler([c.name for c in contestants], docs, cfg.budget, cfg.seed, cfg.round_size)
         results: list[PairResult] = []
         battles: list[Battle] = []

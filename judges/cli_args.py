@@ -24,7 +24,8 @@ JUDGE_MAX_TOKENS = 512
 def add_judge_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("judge")
     g.add_argument("--judge", required=True, metavar="SPEC",
-                   help="the judge model: vllm:..., hf:... or openai:... (any backend evalkit runs)")
+                   help="the judge model: vllm:..., hf:... or openai:... (any backend evalkit runs), or a reward "
+                        "model: reward:hf:PATH / reward:vllm:PATH (higher reward wins; --judge-args margin=M ties)")
     g.add_argument("--judge-args", default=None, metavar="K=V,...",
                    help="backend options for the judge (default: --model-args)")
     g.add_argument("--judge-max-tokens", type=int, default=JUDGE_MAX_TOKENS,
@@ -69,7 +70,11 @@ def contestants_from(args, flag_values) -> list:
 
 def judge_setup(args) -> tuple:
     """(judge model args, judge options, template set), all checked before any model loads."""
-    split_spec(args.judge)
+    if args.judge.startswith("reward:"):  # a reward model as the judge (evalkit.judges.reward_judge)
+        from evalkit.backends.reward_catalog import split_reward_spec
+        split_reward_spec(args.judge[len("reward:"):], "--judge reward:")
+    else:
+        split_spec(args.judge)
     if "@" in args.judge:
         raise ValueError(f"--judge {args.judge!r}: a judge takes no @overrides (it always decodes greedily)")
     if args.limit is not None and args.limit < 1:

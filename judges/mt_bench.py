@@ -26,6 +26,7 @@ from evalkit.task import Doc
 from evalkit.tasks.mt_bench import MTBench, load_references, temperature_for
 
 from .contestants import BackendPool, Contestant, check_unique, load_answers
+from .reward_judge import make_judge
 from .judge import Judge, JudgeCall
 from .mt_bench_record import BATTLES_FILE, TASK, build_record, model_entry  # noqa: F401 (re-exported)
 from .mt_bench_scores import (  # noqa: F401 (re-exported)
@@ -171,8 +172,7 @@ def run_mt_bench(contestants: list[Contestant], judge_spec: str, cfg: MTBenchCon
                 answers[c.name] = generate_answers(engines[c.name], c, docs, cfg.seed, cfg.max_tokens,
                                                    cfg.system_prompt)
         t_gen = time.time()
-        judge = Judge(pool.backend(judge_spec, judge_args), cache, judge_spec, seed=cfg.seed, progress=progress,
-                      **(judge_options or {}))
+        judge = make_judge(pool, judge_spec, judge_args, cache, cfg.seed, progress, judge_options)
         single = {}
         if "single" in modes:
             calls = [call for c in contestants for call in single_calls(templates, docs, answers[c.name], refs, c.name)]

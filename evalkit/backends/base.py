@@ -79,7 +79,7 @@ class Backend(ABC):
         engine commits them to the cache at once. Default: the kind's method on the whole chunk,
         one list; the vLLM backend streams generation from the engine's step loop."""
         call = {"loglikelihood": self.loglikelihood, "loglikelihood_rolling": self.loglikelihood_rolling,
-                "generate": self.generate}[kind]
+                "generate": self.generate}.get(kind) or getattr(self, kind)  # e.g. a reward backend's reward
         results = call(requests)
         if len(results) != len(requests):
             raise RuntimeError(f"backend {self.name} returned {len(results)} responses for {len(requests)} "

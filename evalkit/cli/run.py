@@ -151,6 +151,12 @@ def register(sub):
                    help="openai: backend server, e.g. http://127.0.0.1:8000/v1 (same as --model-args base_url=)")
     p.add_argument("--lora", default=None, metavar="NAME=PATH,...",
                    help="vllm: backend: evaluate each LoRA adapter in the one engine; one run record per adapter")
+    p.add_argument("--reward-model", default=None, metavar="hf:PATH|vllm:PATH",
+                   help="score every sampled completion with this reward model and add best-of-N figures per "
+                        "generation task (pass@1, maj@N, oracle pass@N, RM best-of-N over N=1,2,4,..., RM AUROC); "
+                        "sample with --gen-kwargs n=N,temperature=T")
+    p.add_argument("--reward-args", default="", metavar="K=V,...",
+                   help="reward backend options (see `evalkit reward --help`), e.g. activation=sigmoid")
     sinks.add_sink_args(p)
     p.set_defaults(func=run)
 
@@ -169,6 +175,11 @@ def run(args):
     validation.check_model_args(prefix, model_args)
     if not args.no_output:
         validation.check_output_dir(args.output)
+    reward_spec = getattr(args, "reward_model", None)
+    if reward_spec:
+        from evalkit.backends.reward_catalog import split_reward_spec
+        split_reward_spec(reward_spec)
+        reward_args = parse_model_args(getattr(args, "reward_args", ""), "--reward-args")
     task_runs = load_tasks(config)  # data errors surface before the model loads
     if getattr(args, "write_out", False):
         return write_out(config, task_runs)
@@ -184,8 +195,11 @@ def run(args):
     except BaseException:
         cache.close()
         raise
-    outs = []
+    outs, reward_backend = [], None
     try:
+        if reward_spec:
+            from evalkit.backends.reward_catalog import make_reward_backend
+            reward_backend = make_reward_backend(reward_spec, reward_args)
         # with --lora: one run (and run record) per adapter, each its own model, all in one engine
         views = [(backend.for_adapter(n), {**model_args, "lora": f"{n}={backend.adapter_paths[n]}"})
                  for n in backend.adapters] if getattr(args, "lora", None) else [(backend, model_args)]
@@ -193,9 +207,11 @@ def run(args):
             # the record is written after the table is printed: a record that cannot be written
             # never costs the results
             outs.append(evaluate(view, config, cache, None, model_spec=args.model, model_args=view_args,
-                                 task_runs=task_runs))
+                                 task_runs=task_runs, reward_backend=reward_backend))
     finally:
         backend.close()
+        if reward_backend is not None:
+            reward_backend.close()
         cache.close()
     failed = 0
     for out in outs:

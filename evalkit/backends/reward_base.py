@@ -1,0 +1,162 @@
+"""What every reward-model backend shares: the model's identity, how a reward request becomes token
+ids, and how per-step rewards are laid out.
+
+A reward backend answers one request kind, ``reward`` (``evalkit.requests.RewardRequest``). Both
+backends (transformers, vLLM offline) tokenize here, with the reward model's own tokenizer and chat
+template, and hand the engine identical token ids: their rewards differ only by numerics.
+
+* ``activation``: ``none`` (the raw score head output, what reward models mean by a reward; the
+  default) or ``sigmoid`` (vLLM's default for one-label classifiers). It is part of the identity, so
+  raw and squashed rewards never share a cache entry.
+* Per-step rewards (``RewardRequest(steps=True)``, a process reward model): the response is cut at
+  ``step_separator`` (default a blank line), each step is followed by ``step_tag`` (default
+  ``<extra_0>``, Qwen2.5-Math-PRM's) and the reward of a step is the score at its tag. A tag that
+  also occurs in the rest of the rendered text would count as a step (vLLM's STEP pooler counts
+  every occurrence): such a request is refused with a clear error.
+"""
+from __future__ import annotations
+
+import os
+from typing import Optional, Sequence
+
+from evalkit import models
+from evalkit.backends.base import Backend
+from evalkit.requests import RewardRequest
+
+ACTIVATIONS = ("none", "sigmoid")
+DEFAULT_STEP_TAG = "<extra_0>"
+
+
+class RewardInputError(ValueError):
+    """A reward request the model cannot score as asked (too long, a step tag in the prompt)."""
+
+
+class RewardBackend(Backend):
+    """Base of the reward backends; subclasses implement ``_rewards(ids_list, tag_positions)``."""
+
+    name = "reward"
+    api = "?"
+
+    def __init__(self, model: str, activation: str = "none", label: int = 0, max_length: Optional[int] = None,
+                 step_tag: str = DEFAULT_STEP_TAG, step_separator: str = "\n\n", trust_remote_code: bool = False):
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"reward model activation={activation!r}: expected one of {', '.join(ACTIVATIONS)}")
+        self.spec = model
+        self.path = models.resolve(model)
+        if not os.path.isdir(self.path):
+            raise ValueError(f"reward model {model!r}: not a local model folder (hub downloads are not available "
+                             f"here; pass a folder with config.json and the weights)")
+        self.activation = activation
+        self.label = int(label)
+        self.step_tag = step_tag
+        self.step_separator = step_separator.encode().decode("unicode_escape") if "\\" in step_separator \
+            else step_separator
+        self.trust_remote_code = bool(trust_remote_code) and str(trust_remote_code).lower() not in ("0", "false")
+        self._max_length = int(max_length) if max_length else None
+        self._tokenizer = None
+        self._identity = None
+        self.stats = __import__("collections").Counter()
+
+    # ---- identity --------------------------------------------------------------------------------
+    def identity(self) -> dict:
+        if self._identity is None:
+            self._identity = {"model": os.path.basename(self.path.rstrip("/")), "kind": "reward", "backend": self.name,
+                              **models.directory_identity(self.path), "activation": self.activation,
+                              "label": self.label, "step_tag": self.step_tag, "step_separator": self.step_separator}
+        return self._identity
+
+    @property
+    def display_name(self) -> str:
+        return os.path.basename(self.path.rstrip("/"))
+
+    def pooling_info(self) -> dict:
+        """What the run record says about how rewards were read off the model."""
+        return {"api": self.api, "pooling": "last token (sequence), step tag (per step)",
+                "activation": self.activation, "label": self.label, "step_tag": self.step_tag,
+                "step_separator": self.step_separator}
+
+    # ---- tokenization ----------------------------------------------------------------------------
+    @property
+    def tokenizer(self):
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+            self._tokenizer = AutoTokenizer.from_pretrained(self.path, trust_remote_code=self.trust_remote_code)
+        return self._tokenizer
+
+    @property
+    def max_length(self) -> int:
+        if self._max_length is None:
+            import json
+            with open(os.path.join(self.path, "config.json"), encoding="utf-8") as f:
+                cfg = json.load(f)
+            self._max_length = int(cfg.get("max_position_embeddings") or 2048)
+        return self._max_length
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def step_tag_id(self) -> int:
+        ids = self.encode(self.step_tag)
+        if len(ids) != 1:
+            raise RewardInputError(f"step_tag {self.step_tag!r} is {len(ids)} tokens for this tokenizer; "
+                                   f"per-step rewards need a single-token tag (set --reward-args step_tag=...)")
+        return ids[0]
+
+    def request_ids(self, req: RewardRequest) -> tuple[list[int], Optional[list[int]]]:
+        """(token ids, positions of the step tags or None) of one request, checked."""
+        if req.text is not None:
+            if req.steps:
+                raise RewardInputError("per-step rewards need messages (a prompt and a response), not raw text")
+            ids = self.tokenizer(req.text)["input_ids"]
+            tags = None
+        else:
+            msgs = req.message_dicts()
+            if req.steps:
+                tag_id = self.step_tag_id()
+                for m in msgs:
+                    if self.step_tag in m["content"]:
+                        raise RewardInputError(
+                            f"step tag {self.step_tag!r} occurs in the {m['role']} message: every occurrence would "
+                            f"count as a step; choose another step_tag or remove it from the text")
+                steps = [s for s in msgs[-1]["content"].split(self.step_separator) if s.strip()] or [""]
+                msgs[-1] = {**msgs[-1], "content": "".join(s + self.step_tag for s in steps)}
+            text = self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=False)
+            ids = self.encode(text)
+            tags = [i for i, t in enumerate(ids) if t == tag_id] if req.steps else None
+            if req.steps and len(tags) != len(steps):
+                raise RewardInputError(f"{len(steps)} steps but {len(tags)} step tags after tokenization "
+                                       f"(the chat template or tokenizer merged the tag {self.step_tag!r})")
+        if len(ids) > self.max_length:
+            raise RewardInputError(f"reward input is {len(ids)} tokens, over the reward model's "
+                                   f"{self.max_length}-token context")
+        return ids, tags
+
+    # ---- the one request kind --------------------------------------------------------------------
+    def reward(self, requests: Sequence[RewardRequest]) -> list:
+        for steps in {bool(r.steps) for r in requests}:
+            self.check_kind(steps)
+        inputs = [self.request_ids(r) for r in requests]
+        out = self._rewards([ids for ids, _ in inputs], [tags for _, tags in inputs])
+        self.stats["reward_requests"] += len(requests)
+        self.stats["reward_tokens"] += sum(len(ids) for ids, _ in inputs)
+        return out
+
+    def check_kind(self, steps: bool) -> None:
+        """Refuse, before any tokenization, a kind of reward (sequence or per step) this backend cannot give."""
+
+    def _rewards(self, ids_list: list[list[int]], tags_list: list[Optional[list[int]]]) -> list:
+        raise NotImplementedError
+
+    def squash(self, x: float) -> float:
+        if self.activation == "sigmoid":
+            import math
+            return 1.0 / (1.0 + math.exp(-x))
+        return float(x)
+
+    # a reward model answers nothing else
+    def loglikelihood(self, requests):
+        raise NotImplementedError(f"{self.name} is a reward model: it scores (prompt, response) pairs, it does "
+                                  f"not compute log-likelihoods (use it as --reward-model)")
+
+    def generate(self, requests):
+        raise NotImplementedError(f"{self.name} is a reward model: it does not generate (use it as --reward-model)")

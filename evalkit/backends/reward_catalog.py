@@ -1,0 +1,38 @@
+"""Reward-model backends by prefix: ``--reward-model hf:PATH`` (transformers, the reference) or
+``--reward-model vllm:PATH`` (vLLM offline pooling). ``hf-reward:`` and ``vllm-reward:`` are
+accepted as the same. Options come as ``--reward-args K=V,...``."""
+from __future__ import annotations
+
+import importlib
+import inspect
+
+REWARD_BACKENDS = {
+    "hf": ("evalkit.backends.reward_hf", "HFRewardBackend"),
+    "vllm": ("evalkit.backends.reward_vllm", "VLLMRewardBackend"),
+}
+
+
+def split_reward_spec(spec: str, flag: str = "--reward-model") -> tuple[str, str]:
+    prefix, _, name = str(spec).partition(":")
+    prefix = prefix.removesuffix("-reward")
+    if not name or prefix not in REWARD_BACKENDS:
+        raise ValueError(f"{flag} {spec!r}: expected hf:PATH or vllm:PATH (a local reward model folder)")
+    return prefix, name
+
+
+def make_reward_backend(spec: str, args: dict | None = None, flag: str = "--reward-model"):
+    prefix, name = split_reward_spec(spec, flag)
+    mod, cls_name = REWARD_BACKENDS[prefix]
+    cls = getattr(importlib.import_module(mod), cls_name)
+    args = dict(args or {})
+    allowed = set()
+    for klass in cls.__mro__:
+        if "__init__" in klass.__dict__:
+            allowed |= {p for p in inspect.signature(klass.__init__).parameters if p not in ("self", "model", "kw")}
+    unknown = sorted(k for k in args if k not in allowed)
+    if unknown:
+        raise ValueError(f"{flag} {spec}: {prefix} reward backend does not take {', '.join(unknown)}; "
+                         f"allowed: {', '.join(sorted(allowed))}")
+    backend = cls(name, **args)
+    backend.record_spec, backend.record_args = spec, args  # what the run record names
+    return backend

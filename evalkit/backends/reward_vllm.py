@@ -1,0 +1,123 @@
+"""Reward models through vLLM's offline pooling API: ``LLM(runner="pooling")`` and ``LLM.encode``.
+
+vLLM 0.32 has no ``LLM.reward`` and no ``task=``; one engine serves one pooling task:
+
+* ``pooling=classify`` (default): ``encode(pooling_task="classify")``, the score head at the last
+  token: sequence rewards (any ``*ForSequenceClassification``).
+* ``pooling=step``: ``PoolerConfig(task="token_classify", tok_pooling_type="STEP",
+  step_tag_id=<the step tag's id>)``: per-step rewards at each step tag (process reward models).
+* ``pooling=token``: ``encode(pooling_task="token_classify")`` with the model's token pooler (ALL
+  for ``Qwen2ForRewardModel``): a score per token; the reward is the last token's, per-step rewards
+  are read at the step tags' positions.
+
+Rewards are raw (``PoolingParams(use_activation=False)``) unless ``activation=sigmoid`` (vLLM's own
+default for one-label classifiers). Prompts go in as the token ids ``RewardBackend`` makes, the
+same ids the transformers backend scores.
+"""
+from __future__ import annotations
+
+import gc
+import logging
+from typing import Optional
+
+from evalkit.backends.reward_base import RewardBackend, RewardInputError
+from evalkit.backends.vllm_engine import offline_cpu_binding, platform_kind
+
+log = logging.getLogger(__name__)
+POOLINGS = ("classify", "step", "token")
+
+
+class VLLMRewardBackend(RewardBackend):
+    name = "vllm-reward"
+    api = "vllm offline LLM(runner='pooling').encode"
+    chunk_size = 256
+
+    def __init__(self, model: str, pooling: str = "classify", dtype: str = "auto", max_model_len: Optional[int] = None,
+                 enforce_eager: Optional[bool] = None, gpu_memory_utilization: float = 0.9, seed: int = 0,
+                 progress: bool = False, **kw):
+        super().__init__(model, **kw)
+        if pooling not in POOLINGS:
+            raise ValueError(f"vllm reward pooling={pooling!r}: expected one of {', '.join(POOLINGS)}")
+        self.pooling = pooling
+        self._on_cpu = platform_kind() == "cpu"
+        if dtype == "auto" and self._on_cpu:
+            dtype = "float32"
+        self.dtype_name = dtype
+        self.engine_args = dict(model=self.path, runner="pooling", dtype=dtype, seed=int(seed),
+                                enforce_eager=self._on_cpu if enforce_eager is None else bool(enforce_eager),
+                                gpu_memory_utilization=float(gpu_memory_utilization),
+                                trust_remote_code=self.trust_remote_code)
+        if max_model_len:
+            self.engine_args["max_model_len"] = int(max_model_len)
+            self._max_length = int(max_model_len)
+        self.progress = progress
+        self._llm = None
+
+    def identity(self) -> dict:
+        # the engine's numerics: dtype (pooling only decides which requests the engine can answer)
+        return {**super().identity(), "dtype": self.dtype_name}
+
+    def pooling_info(self) -> dict:
+        return {**super().pooling_info(), "dtype": self.dtype_name, "vllm_pooling_task":
+                "classify" if self.pooling == "classify" else "token_classify",
+                "pooling": {"classify": "LAST (sequence)", "step": "STEP (per step tag)",
+                            "token": "ALL tokens: last token (sequence), step tag positions (per step)"}[self.pooling]}
+
+    @property
+    def llm(self):
+        if self._llm is None:
+            from vllm import LLM
+            args = dict(self.engine_args)
+            if self.pooling == "step":
+                from vllm.config import PoolerConfig
+                args["pooler_config"] = PoolerConfig(task="token_classify", tok_pooling_type="STEP",
+                                                     step_tag_id=self.step_tag_id())
+            with offline_cpu_binding(self._on_cpu):
+                self._llm = LLM(**args)
+        return self._llm
+
+    def check_kind(self, steps: bool) -> None:
+        want = "step" if steps else "classify"
+        if self.pooling == "token":
+            return
+        if want != self.pooling:
+            raise RewardInputError(f"{'per-step' if steps else 'sequence'} rewards need a vllm reward engine with "
+                                   f"pooling={want} (this one has pooling={self.pooling}; vLLM serves one pooling "
+                                   f"task per engine)")
+
+    def _rewards(self, ids_list, tags_list):
+        if not ids_list:
+            return []
+        steps = tags_list[0] is not None
+        if self.pooling != "token" and any((t is not None) != steps for t in tags_list):
+            raise RewardInputError("one engine chunk mixes sequence and per-step reward requests")
+        from vllm import PoolingParams, TokensPrompt
+        params = PoolingParams(use_activation=self.activation == "sigmoid")
+        task = "token_classify" if steps or self.pooling == "token" else "classify"
+        outs = self.llm.encode([TokensPrompt(prompt_token_ids=x) for x in ids_list], params,
+                               pooling_task=task, use_tqdm=self.progress)
+        results = []
+        for out, ids, tags in zip(outs, ids_list, tags_list):
+            data = out.outputs.data.float().cpu()
+            if self.pooling == "token":  # one row per prompt token
+                rows = data.reshape(len(ids), -1)
+                results.append([float(rows[t, self.label]) for t in tags] if tags is not None
+                               else float(rows[-1, self.label]))
+            elif steps:
+                rows = data.reshape(len(tags), -1) if data.numel() != len(tags) else data.reshape(-1, 1)
+                if rows.shape[0] != len(tags):
+                    raise RuntimeError(f"vLLM returned {rows.shape[0]} step scores for {len(tags)} step tags")
+                results.append([float(v) for v in rows[:, self.label]])
+            else:
+                results.append(float(data.reshape(-1)[self.label]))
+        return results
+
+    def close(self) -> None:
+        if self._llm is None:
+            return
+        try:
+            self._llm.llm_engine.engine_core.shutdown()
+        except Exception as e:  # already gone
+            log.debug("vllm shutdown: %s", e)
+        self._llm = None
+        gc.collect()

@@ -1,0 +1,49 @@
+"""``evalkit reward``: score a JSONL of (prompt, response) pairs or conversations with a reward model."""
+from __future__ import annotations
+
+import json
+
+
+def register(sub):
+    p = sub.add_parser("reward", help="score (prompt, response) pairs or conversations with a reward model",
+                       description="Adds a raw reward (or per-step rewards) to every row of a JSONL file. Rows: "
+                                   "{prompt, response} or {messages: [{role, content}, ...]} whose last message "
+                                   "is the assistant's response; other fields are kept. Answers are cached by the "
+                                   "reward model's identity, so a rerun after a kill computes only what is missing.")
+    p.add_argument("--model", required=True, metavar="hf:PATH|vllm:PATH",
+                   help="reward model: hf: (transformers AutoModelForSequenceClassification, the reference) or "
+                        "vllm: (vLLM offline LLM(runner='pooling')), and a local model folder")
+    p.add_argument("--model-args", default="", metavar="K=V,...",
+                   help="reward backend options: activation=none|sigmoid (default none: raw rewards), label=0, "
+                        "dtype=float32, batch_size=8 (hf), padding_side=right|left (hf), pooling=classify|step|token "
+                        "(vllm), step_tag=<extra_0>, step_separator='\\n\\n', max_model_len (vllm)")
+    p.add_argument("--input", required=True, metavar="PAIRS.jsonl", help="rows to score")
+    p.add_argument("--output", required=True, metavar="SCORED.jsonl", help="where the scored rows go")
+    p.add_argument("--steps", action="store_true",
+                   help="per-step rewards (process reward model): the response is cut at step_separator and each "
+                        "step is followed by step_tag; needs pooling=step or pooling=token on vllm:")
+    p.add_argument("--cache-dir", default=None, help="response cache folder (default ~/.cache/evalkit)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args):
+    from evalkit.backends.reward_catalog import make_reward_backend, split_reward_spec
+    from evalkit.cli.run import open_cache
+    from evalkit.kvargs import parse_model_args
+    from evalkit.reward_pairs import read_rows, request_of, score_file, summary_line
+
+    split_reward_spec(args.model, "--model")
+    model_args = parse_model_args(args.model_args)
+    for n, row in read_rows(args.input):  # bad rows are named before any model loads
+        request_of(row, args.input, n, args.steps)
+    backend = make_reward_backend(args.model, model_args, "--model")
+    cache = open_cache(args)
+    try:
+        s = score_file(backend, cache, args.input, args.output, steps=args.steps)
+    finally:
+        backend.close()
+        cache.close()
+    print(json.dumps(s) if args.json else summary_line(s))
+    return 0

@@ -1,0 +1,103 @@
+"""The reward phase of a run with ``--reward-model``: every sampled completion of the generation
+tasks is judged twice, by the task's verifier (correct or not, and the answer it votes for) and by
+the reward model (a reward), and ``evalkit.best_of_n`` turns both into pass@1, maj@N, oracle
+pass@N, RM best-of-N and the RM's AUROC.
+
+Rewards go through the engine with the reward backend: deduped, cached by the reward model's
+identity and resumable (a run killed in this phase recomputes neither the samples nor the rewards
+it already has). The reward model sees the task's question without few-shot examples
+(``doc.query``) as the user turn and the completion as the assistant turn, rendered with the
+reward model's own chat template.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from evalkit import best_of_n
+from evalkit.engine import Engine
+from evalkit.records import ModelInfo
+from evalkit.requests import RewardRequest
+
+REWARD_PROMPT = "doc.query (the question without few-shot examples) as the user turn, the completion as the assistant's"
+
+
+def _number_key(text: str) -> Optional[str]:
+    t = re.sub(r"[,$\s]", "", str(text)).rstrip(".")
+    try:
+        x = float(t)
+    except ValueError:
+        return t or None
+    return str(int(x)) if x.is_integer() else repr(x)
+
+
+def vote_of(kind: str, extracted) -> Optional[str]:
+    """The answer a completion votes for in maj@N (None: no usable answer, or no voting for ``kind``)."""
+    if kind == "number" and isinstance(extracted, dict):
+        pred = extracted.get("strict")
+        if pred in (None, "[invalid]"):
+            pred = extracted.get("flexible")
+        return None if pred in (None, "[invalid]") else _number_key(pred)
+    if kind == "math" and isinstance(extracted, dict):
+        a = extracted.get("answer")
+        return None if a is None else re.sub(r"\s+", "", str(a))
+    if kind == "letter":
+        first = extracted[0] if isinstance(extracted, list) and extracted else extracted
+        return first.get("letter") if isinstance(first, dict) else None
+    return None  # code: no majority vote over programs
+
+
+def verdicts(task, docs, texts_per_doc, ctx) -> Optional[tuple[list, list, str]]:
+    """(correct per completion, votes per completion, the verifier's metric) per doc, or None when
+    evalkit has no verifier for the task."""
+    from evalkit.rl import bridge
+    if task.name not in bridge.PRIMARY_METRIC:
+        return None
+    metric, kind = bridge.PRIMARY_METRIC[task.name], bridge.KIND[task.name]
+    flat_docs = [d for d, texts in zip(docs, texts_per_doc) for _ in texts]
+    flat_texts = [t for texts in texts_per_doc for t in texts]
+    items = bridge.score_with_task(task, flat_docs, flat_texts, ctx) if flat_texts else []
+    correct, votes, i = [], [], 0
+    for texts in texts_per_doc:
+        chunk = items[i:i + len(texts)]
+        i += len(texts)
+        correct.append([1.0 if (it["metrics"].get(metric) or 0) >= 1 - 1e-9 else 0.0 for it in chunk])
+        votes.append([vote_of(kind, it["extracted"]) for it in chunk])
+    return correct, votes, metric
+
+
+def add_best_of_n(plan, entries: dict, rows: dict, reward_backend, cache, progress=True) -> dict:
+    """Adds ``best_of_n`` to each generation task's entry (and its figures at full N to the task's
+    metrics) and ``best_of_n`` to each sample row. Returns the record's ``reward_model`` block."""
+    jobs = []
+    for tr in plan.task_runs:
+        if tr.task.output_type != "generate":
+            continue
+        texts = [list(r["responses"]) for r in rows[tr.task.name]]
+        v = verdicts(tr.task, tr.docs, texts, plan.ctx)
+        if v is None:
+            entries[tr.task.name].best_of_n = {"skipped": f"evalkit has no verifier for task {tr.task.name}"}
+            continue
+        reqs = [[RewardRequest.pair(d.query, t) for t in ts] for d, ts in zip(tr.docs, texts)]
+        jobs.append((tr, texts, v, reqs))
+    engine = Engine(reward_backend, cache, progress=progress)
+    answers = engine.run([r for *_, reqs in jobs for rs in reqs for r in rs])
+    for tr, texts, (correct, votes, metric), reqs in jobs:
+        name = tr.task.name
+        problems = []
+        for row, c, v, rs in zip(rows[name], correct, votes, reqs):
+            rewards = [answers[r.key()] for r in rs]
+            row["best_of_n"] = {"correct": c, "votes": v, "rewards": rewards}
+            problems.append({"correct": c, "votes": v, "rewards": rewards})
+        res = best_of_n.compute(problems, plan.config.seed, name)
+        res.update(verifier_metric=metric, reward_prompt=REWARD_PROMPT)
+        entries[name].best_of_n = res
+        n = res["n_samples"]
+        for label in (f"maj@{n}", f"oracle@{n}", f"rm_best_of@{n}", "rm_auroc", "pass@1"):
+            if label in res["metrics"] and label not in entries[name].metrics:
+                entries[name].metrics[label] = res["metrics"][label]
+    info = ModelInfo(spec=getattr(reward_backend, "record_spec", reward_backend.spec), name=reward_backend.display_name,
+                     backend=reward_backend.name, args=dict(getattr(reward_backend, "record_args", {})),
+                     identity=reward_backend.identity(),
+                     identity_hash=reward_backend.identity_hash()).to_dict()
+    return {**info, "pooling": reward_backend.pooling_info(), "engine": dict(engine.stats)}

@@ -1,0 +1,251 @@
+"""Reward models: the reward request kind, the transformers reference and vLLM's offline pooling.
+
+The fixture (SmolLM2-135M + yes/no score head, ``tests/_reward_session.py``) has NOISE for scores:
+these tests prove the plumbing (engine, cache, resume, CLI) and the numerics (vLLM == transformers
+to 1e-4, independent of batch size, padding side and order), not reward-model quality.
+"""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from evalkit.requests import RewardRequest, response_from_json, response_to_json
+
+PAIRS = [("What is 2+3?", "2 + 3 = 5"), ("What is 2+3?", "2 + 3 = 7"),
+         ("Name a colour.", "Blue."), ("Write a haiku about rain.", "Soft rain on the roof,\nthe garden drinks slowly,\n"
+                                       "grey clouds drift away."),
+         ("What is the capital of France?", "The capital of France is Paris, a city on the Seine.")]
+
+
+def _requests():
+    reqs = [RewardRequest.pair(p, r) for p, r in PAIRS]
+    reqs.append(RewardRequest(messages=(("system", "Be brief."), ("user", "Hi"), ("assistant", "Hello!"))))
+    reqs.append(RewardRequest(text="plain text scored as given"))
+    return reqs
+
+
+@pytest.fixture(scope="session")
+def rm_dir():
+    pytest.importorskip("transformers")
+    from tests._reward_session import fixture_dir
+    return fixture_dir()
+
+
+@pytest.fixture(scope="session")
+def hf_rm(rm_dir):
+    from evalkit.backends.reward_hf import HFRewardBackend
+    return HFRewardBackend(rm_dir)
+
+
+@pytest.fixture(scope="session")
+def hf_rewards(hf_rm):
+    return hf_rm.reward(_requests())
+
+
+def test_request_key_and_json_round_trip():
+    a, b = RewardRequest.pair("q", "r"), RewardRequest.pair("q", "r")
+    assert a.key() == b.key() and a.key() != RewardRequest.pair("q", "r", steps=True).key()
+    assert a.key() != RewardRequest.pair("q", "r2").key()
+    for v in (-1.25, [0.5, -2.0]):
+        assert response_from_json("reward", json.loads(json.dumps(response_to_json("reward", v)))) == v
+    with pytest.raises(ValueError, match="exactly one"):
+        RewardRequest()
+
+
+def test_hf_matches_transformers_reference(rm_dir, hf_rm, hf_rewards):
+    """Differential: our per-position head at the last token == AutoModelForSequenceClassification's
+    own pooled logits on the unpadded input."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+    ref = AutoModelForSequenceClassification.from_pretrained(rm_dir, dtype=torch.float32).eval()
+    for req, got in zip(_requests(), hf_rewards):
+        ids, _ = hf_rm.request_ids(req)
+        with torch.inference_mode():
+            want = ref(torch.tensor([ids])).logits[0, 0].item()
+        assert abs(got - want) < 1e-4
+    assert len(set(round(x, 4) for x in hf_rewards)) == len(hf_rewards)  # distinct inputs, distinct scores
+
+
+@pytest.mark.parametrize("batch_size,padding_side", [(1, "right"), (3, "left"), (7, "left"), (7, "right")])
+def test_hf_unchanged_by_batch_padding_and_order(rm_dir, hf_rewards, batch_size, padding_side):
+    from evalkit.backends.reward_hf import HFRewardBackend
+    b = HFRewardBackend(rm_dir, batch_size=batch_size, padding_side=padding_side)
+    b._model = None
+    reqs = _requests()
+    got = b.reward(reqs[::-1])[::-1]
+    assert max(abs(x - y) for x, y in zip(got, hf_rewards)) < 1e-4
+
+
+def test_sigmoid_activation_and_identity(rm_dir, hf_rm, hf_rewards):
+    from evalkit.backends.reward_hf import HFRewardBackend
+    sig = HFRewardBackend(rm_dir, activation="sigmoid")
+    sig._model = hf_rm.model
+    got = sig.reward(_requests()[:2])
+    assert all(abs(g - 1 / (1 + math.exp(-r))) < 1e-6 for g, r in zip(got, hf_rewards[:2]))
+    assert sig.identity_hash() != hf_rm.identity_hash()  # raw and squashed rewards never share a cache entry
+    assert sig.pooling_info()["activation"] == "sigmoid" and hf_rm.pooling_info()["activation"] == "none"
+    with pytest.raises(ValueError, match="activation"):
+        HFRewardBackend(rm_dir, activation="softmax")
+
+
+def test_per_step_rewards_and_step_tag_in_prompt_refused(rm_dir):
+    from evalkit.backends.reward_base import RewardInputError
+    from evalkit.backends.reward_hf import HFRewardBackend
+    b = HFRewardBackend(rm_dir, step_tag="<file_sep>")
+    [steps] = b.reward([RewardRequest.pair("Add 2 and 3.", "2 + 3 = 5.\n\nSo the answer is 5.", steps=True)])
+    assert len(steps) == 2 and all(math.isfinite(x) for x in steps)
+    with pytest.raises(RewardInputError, match="occurs in the user message"):
+        b.reward([RewardRequest.pair("Use <file_sep> here", "a\n\nb", steps=True)])
+    with pytest.raises(RewardInputError, match="single-token tag"):
+        HFRewardBackend(rm_dir).reward([RewardRequest.pair("q", "a\n\nb", steps=True)])
+
+
+def test_engine_dedupes_caches_by_identity_and_resumes(tmp_path, rm_dir, hf_rm, hf_rewards):
+    from evalkit.backends.reward_hf import HFRewardBackend
+    from evalkit.cache import ResponseCache
+    from evalkit.engine import Engine
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    reqs = _requests()
+    first = Engine(hf_rm, cache, progress=False)
+    out = first.run(reqs[:3] + reqs[:3])  # duplicates asked once
+    assert first.stats["unique"] == 3 and first.stats["computed"] == 3
+    again = Engine(hf_rm, cache, progress=False)
+    out2 = again.run(reqs)
+    assert again.stats["cached"] == 3 and again.stats["computed"] == len(reqs) - 3
+    assert [out2[r.key()] for r in reqs[:3]] == [out[r.key()] for r in reqs[:3]]
+    assert max(abs(out2[r.key()] - h) for r, h in zip(reqs, hf_rewards)) < 1e-4
+    sig = HFRewardBackend(rm_dir, activation="sigmoid")
+    sig._model = hf_rm.model
+    other = Engine(sig, cache, progress=False)
+    other.run(reqs[:2])
+    assert other.stats["cached"] == 0  # another identity, another cache entry
+
+
+def test_vllm_offline_agrees_with_transformers(hf_rewards):
+    pytest.importorskip("vllm")
+    from tests._reward_session import shared_vllm_reward
+    v = shared_vllm_reward()
+    reqs = _requests()
+    got = v.reward(reqs)
+    assert max(abs(a - b) for a, b in zip(got, hf_rewards)) < 1e-4
+    shuffled = [3, 0, 6, 2, 5, 1, 4]
+    got2 = v.reward([reqs[i] for i in shuffled])
+    assert max(abs(got2[j] - hf_rewards[i]) for j, i in enumerate(shuffled)) < 1e-4
+    singles = [v.reward([r])[0] for r in reqs[:3]]  # batch of one
+    assert max(abs(a - b) for a, b in zip(singles, hf_rewards)) < 1e-4
+    assert v.pooling_info()["activation"] == "none" and v.pooling_info()["vllm_pooling_task"] == "classify"
+    from evalkit.backends.reward_vllm import VLLMRewardBackend
+    sig = VLLMRewardBackend(v.path, dtype="float32", activation="sigmoid")
+    sig._llm = v.llm  # the same engine; activation is a per-request PoolingParams
+    try:
+        s = sig.reward(reqs[:2])
+    finally:
+        sig._llm = None
+    assert all(abs(a - 1 / (1 + math.exp(-b))) < 1e-4 for a, b in zip(s, hf_rewards[:2]))
+    with pytest.raises(ValueError, match="pooling=step"):
+        v.reward([RewardRequest.pair("q", "a", steps=True)])
+
+
+# ---- evalkit reward -----------------------------------------------------------------------------
+def _cli(*args, cwd=None):
+    import os
+    env = {**os.environ, "EVALKIT_TORCH_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "evalkit", *args], capture_output=True, text=True, env=env, cwd=cwd)
+
+
+def test_reward_cli_scores_pairs_and_conversations(tmp_path, rm_dir, hf_rewards):
+    src = tmp_path / "pairs.jsonl"
+    rows = [{"id": i, "prompt": p, "response": r} for i, (p, r) in enumerate(PAIRS)]
+    rows.append({"id": "chat", "messages": [{"role": "system", "content": "Be brief."},
+                                            {"role": "user", "content": "Hi"},
+                                            {"role": "assistant", "content": "Hello!"}]})
+    src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = tmp_path / "scored.jsonl"
+    args = ["reward", "--model", f"hf:{rm_dir}", "--input", str(src), "--output", str(out),
+            "--cache-dir", str(tmp_path / "cache"), "--json"]
+    r = _cli(*args)
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout.strip().splitlines()[-1])
+    assert s["engine"]["computed"] == len(rows) and s["pooling"]["activation"] == "none"
+    scored = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [x["id"] for x in scored] == [x["id"] for x in rows]
+    assert max(abs(x["reward"] - h) for x, h in zip(scored, hf_rewards)) < 1e-4
+    r2 = _cli(*args)  # a rerun is answered from the cache
+    assert r2.returncode == 0 and json.loads(r2.stdout.strip().splitlines()[-1])["engine"].get("computed", 0) == 0
+
+
+@pytest.mark.parametrize("line,needle", [
+    ('{"prompt": "q"}', "field 'response': missing"),
+    ('{"prompt": "q", "response": 3}', "field 'response': expected text"),
+    ('{"messages": [{"role": "user", "content": "hi"}]}', "field 'messages[0]': the last message must be"),
+    ('{"messages": [{"role": "bot", "content": "hi"}]}', "field 'messages[0]': expected {role"),
+    ('{"prompt": "q", "response": ', "invalid JSON"),
+])
+def test_reward_cli_bad_rows_name_file_line_field(tmp_path, line, needle):
+    src = tmp_path / "bad.jsonl"
+    src.write_text('{"prompt": "ok", "response": "fine"}\n\n' + line + "\n")
+    r = _cli("reward", "--model", "hf:/nonexistent/rm", "--input", str(src), "--output", str(tmp_path / "o.jsonl"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"{src}:3:" in r.stderr and needle in r.stderr, r.stderr
+
+
+def test_vllm_step_pooling_agrees_with_transformers_per_step(rm_dir):
+    """Process rewards: vLLM's STEP pooler at the step tag == the transformers head at the same positions."""
+    pytest.importorskip("vllm")
+    import os
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    from evalkit.backends.reward_base import RewardInputError
+    from evalkit.backends.reward_hf import HFRewardBackend
+    from evalkit.backends.reward_vllm import VLLMRewardBackend
+    reqs = [RewardRequest.pair("Add 2 and 3.", "2 + 3 = 5.\n\nSo the answer is 5.", steps=True),
+            RewardRequest.pair("What is 6 times 7?", "6 * 7 = 42.\n\nCheck: 42 / 7 = 6.\n\nThe answer is 42.", steps=True)]
+    want = HFRewardBackend(rm_dir, step_tag="<file_sep>", padding_side="left", batch_size=2).reward(reqs)
+    v = VLLMRewardBackend(rm_dir, dtype="float32", pooling="step", step_tag="<file_sep>")
+    try:
+        got = v.reward(reqs[::-1])[::-1]
+        assert [len(x) for x in got] == [2, 3]
+        assert max(abs(a - b) for g, w in zip(got, want) for a, b in zip(g, w)) < 1e-4
+        assert v.pooling_info()["vllm_pooling_task"] == "token_classify"
+        with pytest.raises(RewardInputError, match="occurs in the user message"):
+            v.reward([RewardRequest.pair("a <file_sep> in the prompt", "x\n\ny", steps=True)])
+        with pytest.raises(RewardInputError, match="pooling=classify"):
+            v.reward([RewardRequest.pair("q", "a")])
+    finally:
+        v.close()
+
+
+def test_vllm_loads_a_tiny_random_qwen2_reward_model(tmp_path_factory):
+    """Loader coverage for vLLM's Qwen2ForRewardModel (per-token rewards, ``pooling=token``): the last
+    token's reward and the step-tag rewards equal transformers' Qwen2Model + the same head. Random
+    weights: numerics only."""
+    pytest.importorskip("vllm")
+    import os
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    from evalkit.backends.reward_vllm import VLLMRewardBackend
+    from tests._reward_session import tiny_qwen2_reference, tiny_qwen2_rm
+    path = tiny_qwen2_rm(tmp_path_factory.mktemp("qwen2rm") / "tiny-qwen2-rm")
+    v = VLLMRewardBackend(path, dtype="float32", pooling="token", step_tag="<file_sep>", max_model_len=1024)
+    try:
+        seq = [RewardRequest.pair(p, r) for p, r in PAIRS[:3]]
+        step = RewardRequest.pair("Add 2 and 3.", "2 + 3 = 5.\n\nThe answer is 5.", steps=True)
+        got = v.reward(seq + [step])
+        ref = tiny_qwen2_reference(path, [v.request_ids(r)[0] for r in seq + [step]])
+        for g, r in zip(got[:3], ref[:3]):
+            assert abs(g - r[-1].item()) < 1e-4
+        tags = v.request_ids(step)[1]
+        assert len(got[3]) == 2 and max(abs(g - ref[3][t].item()) for g, t in zip(got[3], tags)) < 1e-4
+        assert v.pooling_info()["vllm_pooling_task"] == "token_classify"
+    finally:
+        v.close()
+
+
+def test_backends_do_not_share_cache_entries(rm_dir):
+    from evalkit.backends.reward_hf import HFRewardBackend
+    from evalkit.backends.reward_vllm import VLLMRewardBackend
+    pytest.importorskip("vllm")
+    a, b = HFRewardBackend(rm_dir), VLLMRewardBackend(rm_dir, dtype="float32")  # no engine starts here
+    assert a.identity_hash() != b.identity_hash() and b.identity()["backend"] == "vllm-reward"
