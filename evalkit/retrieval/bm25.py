@@ -1,0 +1,31 @@
+"""BM25 through ``bm25s`` (sparse-matrix BM25, Lucene's scoring variant by default; k1=1.5, b=0.75),
+English stop words, no stemmer (an installed ``PyStemmer`` is not required)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def bm25_run(doc_ids: Sequence[str], doc_texts: Sequence[str], query_ids: Sequence[str],
+             query_texts: Sequence[str], depth: int, k1: float = 1.5, b: float = 0.75,
+             method: str = "lucene") -> dict[str, dict[str, float]]:
+    """{query: {doc: BM25 score}} for the top ``depth`` docs of each query (docs scoring 0 left out)."""
+    try:
+        import bm25s
+    except ImportError:
+        raise ValueError("the bm25 retriever needs the retrieval extra: pip install 'evalkit-harness[retrieval]' "
+                         "(bm25s)") from None
+    if not doc_ids:
+        raise ValueError("bm25: empty corpus")
+    retriever = bm25s.BM25(k1=k1, b=b, method=method)
+    retriever.index(bm25s.tokenize(list(doc_texts), stopwords="en", show_progress=False), show_progress=False)
+    depth = min(depth, len(doc_ids))
+    qtok = bm25s.tokenize(list(query_texts), stopwords="en", show_progress=False)
+    idx, scores = retriever.retrieve(qtok, k=depth, show_progress=False, n_threads=1)
+    run = {}
+    for qi, q in enumerate(query_ids):
+        run[q] = {doc_ids[int(j)]: float(s) for j, s in zip(idx[qi], scores[qi]) if s > 0}
+    return run
+
+
+def bm25_params(k1: float = 1.5, b: float = 0.75, method: str = "lucene") -> dict:
+    return {"library": "bm25s", "k1": k1, "b": b, "method": method, "stopwords": "en", "stemmer": None}
