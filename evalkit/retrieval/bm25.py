@@ -1,4 +1,5 @@
-"""BM25 through ``bm25s`` (sparse-matrix BM25, Lucene's scoring variant by default; k1=1.5, b=0.75),
+"""BM25 through ``bm25s`` (sparse-matrix BM25, Lucene's variant by default: idf ln(1 + (N - df + .5) /
+(df + .5)), no constant (k1 + 1) factor; k1=1.5, b=0.75),
 English stop words, no stemmer (an installed ``PyStemmer`` is not required)."""
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ def bm25_run(doc_ids: Sequence[str], doc_texts: Sequence[str], query_ids: Sequen
     retriever = bm25s.BM25(k1=k1, b=b, method=method)
     retriever.index(bm25s.tokenize(list(doc_texts), stopwords="en", show_progress=False), show_progress=False)
     depth = min(depth, len(doc_ids))
-    qtok = bm25s.tokenize(list(query_texts), stopwords="en", show_progress=False)
+    # query terms as strings: bm25s maps them through the corpus vocabulary (ids from a separate
+    # tokenize call would index another vocabulary)
+    qtok = bm25s.tokenize(list(query_texts), stopwords="en", show_progress=False, return_ids=False)
     idx, scores = retriever.retrieve(qtok, k=depth, show_progress=False, n_threads=1)
     run = {}
     for qi, q in enumerate(query_ids):
