@@ -96,7 +96,11 @@ def test_vllm_embed_equals_transformers_mean_pooling(minilm):
     arts, sums = xsum_texts(6)
     texts = arts + sums + ["a", "hello world"]  # long articles are truncated at 256 tokens by both
     ref = HFEmbedder(minilm, threads=1)(texts)
-    ours = VLLMEmbedder(minilm)(texts)
+    emb = VLLMEmbedder(minilm)
+    try:
+        ours = emb(texts)
+    finally:
+        emb.close()
     assert ours.shape == ref.shape == (14, 384)
     assert float(np.abs(ours - ref).max()) < 1e-5
 

@@ -17,6 +17,9 @@ from evalkit.retrieval.embed_models import embedder_identity, max_seq_length, po
 class Embedder:
     backend = ""
 
+    def close(self) -> None:
+        pass
+
     def __init__(self, model_dir: Path):
         from transformers import AutoTokenizer
         self.model_dir = Path(model_dir)
@@ -81,6 +84,17 @@ class VLLMEmbedder(Embedder):
 
     def identity(self):
         return {**super().identity(), "dtype": self.dtype}
+
+    def close(self) -> None:
+        """Stop the engine processes now (not at interpreter exit)."""
+        if self.llm is not None:
+            try:
+                self.llm.llm_engine.engine_core.shutdown()
+            except Exception:  # already gone
+                pass
+            self.llm = None
+            import gc
+            gc.collect()
 
     def __call__(self, texts):
         prompts = [{"prompt_token_ids": ids} for ids in self.token_ids(texts)]

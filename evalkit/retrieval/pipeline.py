@@ -99,6 +99,7 @@ class _Runs:
         self.embed_stats = {**cache.stats, "corpus_embed_s": round(t1 - t0, 3), "query_embed_s": round(t2 - t1, 3),
                             "search_s": round(time.time() - t2, 3)}
         cache.close()
+        emb.close()
         self.identities["dense"] = {"embedder": cfg.embedder, **emb.identity(), "search": "exact inner product"}
         return run
 
