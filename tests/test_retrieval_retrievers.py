@@ -159,3 +159,24 @@ def test_retrieve_cli_bad_input(tmp_path):
     assert r.returncode == 2 and "empty corpus" in r.stderr
     r = evalkit("retrieve", "--task", "xsum_retrieval", "--data", "x.jsonl", "--retriever", "splade", cwd=tmp_path)
     assert r.returncode == 2 and "splade" in r.stderr
+
+
+def test_chunking_windows_and_doc_level_scores(tmp_path):
+    from evalkit.retrieval.chunking import ChunkSpec, chunk_corpus, chunk_text, docs_from_chunks
+    spec = ChunkSpec.parse("words:4:1")
+    assert chunk_text("a b c d e f g h i j", spec) == ["a b c d", "d e f g", "g h i j"]
+    assert chunk_text("a b", spec) == ["a b"]
+    chunks, owner = chunk_corpus({"x": "a b c d e", "y": "q"}, spec)
+    assert chunks == {"x#0": "a b c d", "x#1": "d e", "y#0": "q"} and owner["x#1"] == "x"
+    assert docs_from_chunks({"q": {"x#0": 0.2, "x#1": 0.9, "y#0": 0.5}}, owner, 5) == {"q": {"x": 0.9, "y": 0.5}}
+    with pytest.raises(ValueError, match="words:SIZE"):
+        ChunkSpec.parse("tokens:4")
+    with pytest.raises(ValueError, match="overlap"):
+        ChunkSpec.parse("words:4:4")
+    r = evalkit("retrieve", "--task", "xsum_retrieval", "--data", str(shared(XSUM)), "--task-args", "limit_corpus=50",
+                "--retriever", "bm25", "--chunk", "words:64:16", "--output", "res", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-1000:]
+    path = next(line.split("run record: ")[1] for line in r.stdout.splitlines() if line.startswith("run record: "))
+    entry = load_run(tmp_path / path).tasks["xsum_retrieval"]
+    assert entry["extra"]["retriever"]["chunking"]["size"] == 64 and entry["extra"]["retriever"]["chunking"]["chunks"] > 50
+    assert entry["metrics"]["hit@10"]["value"] > 0.8  # document-level hits through chunks

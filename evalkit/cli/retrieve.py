@@ -25,6 +25,8 @@ def register(sub):
     p.add_argument("--fusion", default="rrf", choices=("rrf", "weighted"), help="hybrid fusion (default rrf)")
     p.add_argument("--rrf-k", type=int, default=60, help="RRF constant (default 60)")
     p.add_argument("--dense-weight", type=float, default=0.5, help="weighted fusion: the dense run's weight")
+    p.add_argument("--chunk", default=None, metavar="words:SIZE:OVERLAP",
+                   help="retrieve chunks (e.g. words:200:50); a document scores as its best chunk")
     p.add_argument("--depth", type=int, default=100, help="documents kept per query (default 100)")
     p.add_argument("--limit", type=int, default=None, help="only the first N queries")
     p.add_argument("--batch-size", type=int, default=32, help="texts per embedding batch")
@@ -55,7 +57,8 @@ def run(args):
                          embedder=args.embedder, embed_backend=args.embed_backend, fusion=args.fusion,
                          rrf_k=args.rrf_k, dense_weight=args.dense_weight, depth=args.depth, limit=args.limit,
                          seed=args.seed, name=args.name, tags=args.tag, save_run_dir=args.save_run,
-                         cache_path=cache, batch_size=args.batch_size, threads=args.threads)
+                         cache_path=cache, batch_size=args.batch_size, threads=args.threads,
+                         chunk=args.chunk)
     for out in retrieve(cfg, None if args.no_output else args.output):
         print(format_table(out["run"]))
         if "path" in out["run"]:

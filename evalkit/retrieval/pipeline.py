@@ -45,6 +45,7 @@ class RetrieveConfig:
     cache_path: Optional[str] = None         # embedding cache (SQLite); None: no cache
     batch_size: int = 32
     threads: Optional[int] = None
+    chunk: Optional[str] = None              # words:SIZE:OVERLAP; documents scored by their best chunk
 
     def __post_init__(self):
         bad = [r for r in self.retrievers if r not in RETRIEVERS]
@@ -68,6 +69,20 @@ class _Runs:
     def __init__(self, cfg: RetrieveConfig, corpus: dict, queries: dict):
         self.cfg, self.corpus, self.queries = cfg, corpus, queries
         self.runs, self.identities, self.timings, self.embed_stats = {}, {}, {}, {}
+        self.owner, self.chunking, self.depth = None, None, cfg.depth
+        if cfg.chunk:
+            from evalkit.retrieval.chunking import ChunkSpec, chunk_corpus
+            spec = ChunkSpec.parse(cfg.chunk)
+            self.corpus, self.owner = chunk_corpus(corpus, spec)
+            self.chunking = {**spec.to_dict(), "chunks": len(self.corpus)}
+            per_doc = max(1, round(len(self.corpus) / max(1, len(corpus))))
+            self.depth = cfg.depth * per_doc  # enough chunks to fill ``depth`` documents
+
+    def doc_level(self, run: dict) -> dict:
+        if self.owner is None:
+            return run
+        from evalkit.retrieval.chunking import docs_from_chunks
+        return docs_from_chunks(run, self.owner, self.cfg.depth)
 
     def get(self, name: str) -> dict:
         if name not in self.runs:
@@ -79,7 +94,7 @@ class _Runs:
     def _bm25(self):
         self.identities["bm25"] = bm25_mod.bm25_params()
         return bm25_mod.bm25_run(list(self.corpus), list(self.corpus.values()), list(self.queries),
-                                 list(self.queries.values()), self.cfg.depth)
+                                 list(self.queries.values()), self.depth)
 
     def _dense(self):
         from evalkit.retrieval.dense import make_embedder, search
@@ -95,7 +110,7 @@ class _Runs:
         t1 = time.time()
         qv = cache.embed(model_key, list(self.queries.values()), emb, cfg.batch_size, desc="embed queries")
         t2 = time.time()
-        run = search(qv, docs, list(self.corpus), list(self.queries), cfg.depth)
+        run = search(qv, docs, list(self.corpus), list(self.queries), self.depth)
         self.embed_stats = {**cache.stats, "corpus_embed_s": round(t1 - t0, 3), "query_embed_s": round(t2 - t1, 3),
                             "search_s": round(time.time() - t2, 3)}
         cache.close()
@@ -114,7 +129,7 @@ class _Runs:
             how = {"fusion": "weighted", "weights": {"bm25": 1 - cfg.dense_weight, "dense": cfg.dense_weight},
                    "normalisation": "per-query min-max"}
         self.identities["hybrid"] = {**how, "bm25": self.identities["bm25"], "dense": self.identities["dense"]}
-        return {q: dict(sorted(d.items(), key=lambda kv: -kv[1])[:cfg.depth]) for q, d in fused.items()}
+        return {q: dict(sorted(d.items(), key=lambda kv: -kv[1])[:self.depth]) for q, d in fused.items()}
 
 
 def retrieve(cfg: RetrieveConfig, output_dir: Optional[str] = "results") -> list[dict]:
@@ -130,8 +145,9 @@ def retrieve(cfg: RetrieveConfig, output_dir: Optional[str] = "results") -> list
     t_load = round(time.time() - t0, 3)
     out = []
     for name in cfg.retrievers:
-        run = runs.get(name)
-        identity = {"retriever": name, "depth": cfg.depth, **runs.identities[name]}
+        run = runs.doc_level(runs.get(name))
+        identity = {"retriever": name, "depth": cfg.depth, **runs.identities[name],
+                    **({"chunking": runs.chunking} if runs.chunking else {})}
         label = cfg.name or name
         model = ModelInfo(spec=f"retriever:{name}", name=label, backend="retriever", args={"retriever": name},
                           identity=identity, identity_hash=_identity_hash(identity))
