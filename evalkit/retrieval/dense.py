@@ -53,7 +53,7 @@ class HFEmbedder(Embedder):
         if threads:
             torch.set_num_threads(threads)
         self.torch = torch
-        self.model = AutoModel.from_pretrained(str(self.model_dir), torch_dtype=torch.float32).eval()
+        self.model = AutoModel.from_pretrained(str(self.model_dir), dtype=torch.float32).eval()
 
     def __call__(self, texts):
         torch = self.torch
