@@ -105,7 +105,21 @@ class GenerateRequest:
         return sum(len(c) for _, c in self.messages)
 
 
-Request = Union[LoglikelihoodRequest, RollingRequest, GenerateRequest]
+@dataclass(frozen=True)
+class EmbedRequest:
+    """The embedding vector of a text (retrieval): answered with a list of floats."""
+
+    text: str
+    kind = "embed"
+
+    def key(self) -> str:
+        return _memo_key(self, lambda: _digest(["embed", self.text]))
+
+    def length(self) -> int:
+        return len(self.text)
+
+
+Request = Union[LoglikelihoodRequest, RollingRequest, GenerateRequest, EmbedRequest]
 
 
 @dataclass
@@ -125,6 +139,8 @@ def response_to_json(kind: str, resp) -> object:
         return [resp.logprob, resp.is_greedy]
     if kind == "loglikelihood_rolling":
         return float(resp)
+    if kind == "embed":
+        return [float(x) for x in resp]
     return [[c.text, c.finish_reason] for c in resp]
 
 
@@ -133,4 +149,6 @@ def response_from_json(kind: str, obj):
         return LoglikelihoodResult(float(obj[0]), bool(obj[1]))
     if kind == "loglikelihood_rolling":
         return float(obj)
+    if kind == "embed":
+        return [float(x) for x in obj]
     return [Completion(t, f) for t, f in obj]

@@ -26,6 +26,10 @@ def problem(kind: str, request, result) -> Optional[str]:
         if not _finite(result) or result > 1e-4:
             return f"log-probability {result!r} is not a finite number <= 0"
         return None
+    if kind == "embed":
+        if not isinstance(result, list) or not result or not all(_finite(x) for x in result):
+            return "expected a non-empty list of finite floats (an embedding)"
+        return None
     if not isinstance(result, list) or not all(isinstance(c, Completion) for c in result):
         return f"expected a list of completions, got {type(result).__name__}"
     want = int(request.params.n)

@@ -79,12 +79,16 @@ class Backend(ABC):
         engine commits them to the cache at once. Default: the kind's method on the whole chunk,
         one list; the vLLM backend streams generation from the engine's step loop."""
         call = {"loglikelihood": self.loglikelihood, "loglikelihood_rolling": self.loglikelihood_rolling,
-                "generate": self.generate}[kind]
+                "generate": self.generate, "embed": self.embed}[kind]
         results = call(requests)
         if len(results) != len(requests):
             raise RuntimeError(f"backend {self.name} returned {len(results)} responses for {len(requests)} "
                                f"{kind} requests")
         yield list(enumerate(results))
+
+    def embed(self, requests: Sequence) -> list[list[float]]:
+        """Embedding vectors of texts (``EmbedRequest``); embedding backends only."""
+        raise NotImplementedError(f"backend {self.name} does not embed texts")
 
     def apply_chat_template(self, messages: list[dict]) -> str:
         """Render chat messages into the model's prompt string (generation prompt appended)."""

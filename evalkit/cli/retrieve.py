@@ -32,7 +32,7 @@ def register(sub):
     p.add_argument("--batch-size", type=int, default=32, help="texts per embedding batch")
     p.add_argument("--threads", type=int, default=None, help="torch threads for the hf embedder")
     p.add_argument("--embedding-cache", default=None, metavar="FILE",
-                   help="embedding cache (SQLite; default <cache dir>/embeddings.sqlite)")
+                   help="response cache for the embed requests (default <cache dir>/responses.sqlite)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
     p.add_argument("--save-run", default=None, metavar="DIR", help="also write each ranking as a TREC run file")
     p.add_argument("--seed", type=int, default=1234)
@@ -51,7 +51,7 @@ def run(args):
     for path in args.include_path:
         registry.include_path(path)
     registry.get_task_class(args.task)
-    cache = None if args.no_cache else (args.embedding_cache or str(default_cache_dir() / "embeddings.sqlite"))
+    cache = None if args.no_cache else (args.embedding_cache or str(default_cache_dir() / "responses.sqlite"))
     cfg = RetrieveConfig(task=args.task, data_path=args.data, task_options=parse_model_args(args.task_args, "--task-args"),
                          retrievers=tuple(r.strip() for r in args.retriever.split(",") if r.strip()),
                          embedder=args.embedder, embed_backend=args.embed_backend, fusion=args.fusion,

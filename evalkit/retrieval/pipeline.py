@@ -1,8 +1,8 @@
 """Running retrievers on a retrieval task and recording them (``evalkit retrieve``).
 
 ``retrieve(cfg)`` loads the task's corpus and queries, runs each asked retriever once (BM25, dense,
-hybrid; hybrid reuses the BM25 and dense runs of the same call, and embeddings come from the
-content-addressed cache), and writes one run record per retriever with the trec_eval-exact
+hybrid; hybrid reuses the BM25 and dense runs of the same call, and embeddings are ``embed``
+requests through the engine: deduped, cached by the embedder's identity, resumable), and writes one run record per retriever with the trec_eval-exact
 measures, their CIs, the conventions and the retriever's full identity. ``--save-run`` keeps each
 ranking as a TREC run file, which ``evalkit score --task retrieval --run`` scores alike.
 """
@@ -42,7 +42,7 @@ class RetrieveConfig:
     name: Optional[str] = None
     tags: list = field(default_factory=list)
     save_run_dir: Optional[str] = None
-    cache_path: Optional[str] = None         # embedding cache (SQLite); None: no cache
+    cache_path: Optional[str] = None         # response cache for embed requests (SQLite); None: no cache
     batch_size: int = 32
     threads: Optional[int] = None
     chunk: Optional[str] = None              # words:SIZE:OVERLAP; documents scored by their best chunk
@@ -97,25 +97,30 @@ class _Runs:
                                  list(self.queries.values()), self.depth)
 
     def _dense(self):
+        from evalkit.backends.embedding import EmbeddingBackend
+        from evalkit.cache import NullCache, ResponseCache
         from evalkit.retrieval.dense import make_embedder, search
-        from evalkit.retrieval.embed_cache import EmbeddingCache
         from evalkit.retrieval.embed_models import resolve_embedder
         cfg = self.cfg
         kw = {"threads": cfg.threads} if cfg.embed_backend in ("hf", "transformers") else {}
-        emb = make_embedder(cfg.embed_backend, resolve_embedder(cfg.embedder), **kw)
-        model_key = emb.identity_hash()
-        cache = EmbeddingCache(Path(cfg.cache_path) if cfg.cache_path else None)
-        t0 = time.time()
-        docs = cache.embed(model_key, list(self.corpus.values()), emb, cfg.batch_size, desc="embed corpus")
-        t1 = time.time()
-        qv = cache.embed(model_key, list(self.queries.values()), emb, cfg.batch_size, desc="embed queries")
-        t2 = time.time()
+        backend = EmbeddingBackend(make_embedder(cfg.embed_backend, resolve_embedder(cfg.embedder), **kw),
+                                   cfg.batch_size)
+        cache = ResponseCache(cfg.cache_path) if cfg.cache_path else NullCache()
+        stats: dict = {}
+        try:
+            t0 = time.time()
+            docs = embed_texts(backend, cache, list(self.corpus.values()), stats)
+            t1 = time.time()
+            qv = embed_texts(backend, cache, list(self.queries.values()), stats)
+            t2 = time.time()
+        finally:
+            cache.close()
+            backend.close()
         run = search(qv, docs, list(self.corpus), list(self.queries), self.depth)
-        self.embed_stats = {**cache.stats, "corpus_embed_s": round(t1 - t0, 3), "query_embed_s": round(t2 - t1, 3),
-                            "search_s": round(time.time() - t2, 3)}
-        cache.close()
-        emb.close()
-        self.identities["dense"] = {"embedder": cfg.embedder, **emb.identity(), "search": "exact inner product"}
+        self.embed_stats = {**stats, "corpus_embed_s": round(t1 - t0, 3), "query_embed_s": round(t2 - t1, 3),
+                            "search_s": round(time.time() - t2, 3), "cache": str(cfg.cache_path or "none")}
+        self.identities["dense"] = {"embedder": cfg.embedder, **backend.embedder.identity(),
+                                    "search": "exact inner product"}
         return run
 
     def _hybrid(self):
@@ -130,6 +135,19 @@ class _Runs:
                    "normalisation": "per-query min-max"}
         self.identities["hybrid"] = {**how, "bm25": self.identities["bm25"], "dense": self.identities["dense"]}
         return {q: dict(sorted(d.items(), key=lambda kv: -kv[1])[:self.depth]) for q, d in fused.items()}
+
+
+def embed_texts(backend, cache, texts: list, stats: dict):
+    """Embeddings of ``texts`` (rows in order) as engine requests: deduped, cached, resumable."""
+    import numpy as np
+    from evalkit.engine import Engine
+    from evalkit.requests import EmbedRequest
+    engine = Engine(backend, cache)
+    reqs = [EmbedRequest(t) for t in texts]
+    answers = engine.run(reqs)
+    for k in ("requested", "unique", "cached", "computed"):
+        stats[k] = stats.get(k, 0) + engine.stats.get(k, 0)
+    return np.asarray([answers[r.key()] for r in reqs], dtype=np.float32)
 
 
 def retrieve(cfg: RetrieveConfig, output_dir: Optional[str] = "results") -> list[dict]:
