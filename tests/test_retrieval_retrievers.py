@@ -188,3 +188,15 @@ def test_chunking_windows_and_doc_level_scores(tmp_path):
     entry = load_run(tmp_path / path).tasks["xsum_retrieval"]
     assert entry["extra"]["retriever"]["chunking"]["size"] == 64 and entry["extra"]["retriever"]["chunking"]["chunks"] > 50
     assert entry["metrics"]["hit@10"]["value"] > 0.8  # document-level hits through chunks
+
+
+def test_embed_requests_key_check_and_round_trip():
+    from evalkit import response_checks
+    from evalkit.requests import EmbedRequest, response_from_json, response_to_json
+    a, b = EmbedRequest("hello"), EmbedRequest("hello")
+    assert a.key() == b.key() != EmbedRequest("hello ").key()
+    vec = [float(np.float32(x)) for x in (0.1, -0.2, 0.3)]
+    assert response_from_json("embed", json.loads(json.dumps(response_to_json("embed", vec)))) == vec
+    assert response_checks.problem("embed", a, vec) is None
+    for bad in ([], [float("nan")], "x", [[1.0]]):
+        assert response_checks.problem("embed", a, bad), bad  # never cached
