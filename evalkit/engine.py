@@ -26,7 +26,7 @@ from evalkit.requests import GenerateRequest, LoglikelihoodRequest
 
 log = logging.getLogger(__name__)
 
-KIND_ORDER = ("loglikelihood", "loglikelihood_rolling", "generate", "reward")
+KIND_ORDER = ("loglikelihood", "loglikelihood_rolling", "generate", "reward", "embed")
 
 
 def _sort_key(req):

@@ -147,7 +147,21 @@ class RewardRequest:
         return len(self.text) if self.text is not None else sum(len(c) for _, c in self.messages)
 
 
-Request = Union[LoglikelihoodRequest, RollingRequest, GenerateRequest, RewardRequest]
+@dataclass(frozen=True)
+class EmbedRequest:
+    """The embedding vector of a text (retrieval): answered with a list of floats."""
+
+    text: str
+    kind = "embed"
+
+    def key(self) -> str:
+        return _memo_key(self, lambda: _digest(["embed", self.text]))
+
+    def length(self) -> int:
+        return len(self.text)
+
+
+Request = Union[LoglikelihoodRequest, RollingRequest, GenerateRequest, RewardRequest, EmbedRequest]
 
 
 @dataclass
@@ -169,6 +183,8 @@ def response_to_json(kind: str, resp) -> object:
         return float(resp)
     if kind == "reward":  # a float, or a list of per-step floats
         return [float(x) for x in resp] if isinstance(resp, list) else float(resp)
+    if kind == "embed":
+        return [float(x) for x in resp]
     return [[c.text, c.finish_reason] for c in resp]
 
 
@@ -179,4 +195,6 @@ def response_from_json(kind: str, obj):
         return float(obj)
     if kind == "reward":
         return [float(x) for x in obj] if isinstance(obj, list) else float(obj)
+    if kind == "embed":
+        return [float(x) for x in obj]
     return [Completion(t, f) for t, f in obj]

@@ -32,6 +32,10 @@ def problem(kind: str, request, result) -> Optional[str]:
                 return f"expected a list of finite per-step rewards, got {result!r}"[:200]
             return None
         return None if _finite(result) else f"reward {result!r} is not a finite number"
+    if kind == "embed":
+        if not isinstance(result, list) or not result or not all(_finite(x) for x in result):
+            return "expected a non-empty list of finite floats (an embedding)"
+        return None
     if not isinstance(result, list) or not all(isinstance(c, Completion) for c in result):
         return f"expected a list of completions, got {type(result).__name__}"
     want = int(request.params.n)

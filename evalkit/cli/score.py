@@ -15,9 +15,13 @@ from evalkit.scoring import ScoreConfig, rescore
 def register(sub):
     p = sub.add_parser("score", help="score saved predictions (no model): external systems, old runs")
     p.add_argument("--task", required=True, help="the task whose metrics to apply (see `evalkit tasks`)")
-    p.add_argument("--predictions", required=True, metavar="FILE|RUN",
+    p.add_argument("--predictions", default=None, metavar="FILE|RUN",
                    help="JSONL of {doc_id, prediction(s)}, a text file with one prediction per line in doc "
                         "order, or a previous run (folder, run.json or samples_<task>.jsonl)")
+    p.add_argument("--run", default=None, metavar="RUN.trec",
+                   help="retrieval tasks: a TREC run (qid Q0 doc rank score tag) or a JSON {qid: {doc: score}} run")
+    p.add_argument("--qrels", default=None, metavar="QRELS",
+                   help="retrieval tasks: TREC qrels (qid 0 doc grade) or BEIR qrels TSV, for --run")
     p.add_argument("--references", action="append", default=[], metavar="FILE",
                    help="one reference per line (repeat for several references per doc), for tasks whose "
                         "data is just references: translation, summarization")
@@ -41,6 +45,10 @@ def run(args):
     for path in args.include_path:
         registry.include_path(path)
     registry.get_task_class(args.task)
+    if args.run or args.qrels:
+        return _score_retrieval_run(args)
+    if not args.predictions:
+        raise ValueError("--predictions is required (retrieval tasks take --run and --qrels instead)")
     if args.limit is not None and args.limit < 1:
         raise ValueError("--limit must be >= 1")
     metrics = appended_metrics([args.task], args.metric)
@@ -48,6 +56,19 @@ def run(args):
                       data_path=args.data, task_options=parse_model_args(args.task_args), seed=args.seed,
                       limit=args.limit, name=args.name, tags=args.tag, metrics=metrics)
     out = rescore(cfg, None if args.no_output else args.output)
+    print(format_table(out["run"]))
+    if "path" in out["run"]:
+        print(f"\nrun record: {out['run']['path']}")
+    return 0
+
+
+def _score_retrieval_run(args):
+    from evalkit.retrieval.scoring import score_saved_run
+    if not (args.run and args.qrels):
+        raise ValueError("a retrieval run is scored with both --run RUN and --qrels QRELS")
+    out = score_saved_run(args.task, args.run, args.qrels, parse_model_args(args.task_args),
+                          seed=1234 if args.seed is None else args.seed, name=args.name,
+                          output_dir=None if args.no_output else args.output, tags=args.tag)
     print(format_table(out["run"]))
     if "path" in out["run"]:
         print(f"\nrun record: {out['run']['path']}")

@@ -1,0 +1,138 @@
+"""Dense bi-encoder retrieval: a sentence embedder (transformers mean pooling, the reference, or
+vLLM's ``LLM.embed``), L2-normalised vectors and exact inner-product search (numpy; ``faiss`` when
+installed and the corpus is large). Both embedders read the same token ids (the model's tokenizer,
+truncated at sentence-transformers' ``max_seq_length``), so they agree to float rounding."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+from evalkit.retrieval.embed_models import embedder_identity, max_seq_length, pooling_mode
+
+
+class Embedder:
+    backend = ""
+
+    def close(self) -> None:
+        pass
+
+    def __init__(self, model_dir: Path):
+        from transformers import AutoTokenizer
+        self.model_dir = Path(model_dir)
+        self.max_length = max_seq_length(self.model_dir)
+        self.pooling = pooling_mode(self.model_dir)
+        if self.pooling != "mean":
+            raise ValueError(f"{model_dir}: pooling {self.pooling!r}; evalkit's reference embedder does mean pooling")
+        self.tokenizer = AutoTokenizer.from_pretrained(str(self.model_dir))
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return self.tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
+
+    def identity(self) -> dict:
+        return {**embedder_identity(self.model_dir), "backend": self.backend}
+
+    def identity_hash(self) -> str:
+        return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()[:32]
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+
+class HFEmbedder(Embedder):
+    """transformers ``AutoModel``, mean over the attention mask, L2 norm (sentence-transformers' recipe)."""
+    backend = "transformers"
+
+    def __init__(self, model_dir: Path, threads: Optional[int] = None):
+        super().__init__(model_dir)
+        import torch
+        from transformers import AutoModel
+        if threads:
+            torch.set_num_threads(threads)
+        self.torch = torch
+        self.model = AutoModel.from_pretrained(str(self.model_dir), dtype=torch.float32).eval()
+
+    def __call__(self, texts):
+        torch = self.torch
+        ids = self.token_ids(texts)
+        width = max(len(x) for x in ids)
+        pad = self.tokenizer.pad_token_id or 0
+        input_ids = torch.tensor([x + [pad] * (width - len(x)) for x in ids])
+        mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids])
+        with torch.inference_mode():
+            hidden = self.model(input_ids=input_ids, attention_mask=mask).last_hidden_state
+        m = mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(pooled, p=2, dim=1).numpy()
+
+
+class VLLMEmbedder(Embedder):
+    """vLLM ``LLM(runner="pooling").embed`` on pre-tokenised prompts (same ids as the reference)."""
+    backend = "vllm"
+
+    def __init__(self, model_dir: Path, dtype: str = "float32", **llm_kwargs):
+        super().__init__(model_dir)
+        import os
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        from vllm import LLM
+        kw = {"enforce_eager": True, "max_model_len": self.max_length, **llm_kwargs}
+        self.llm = LLM(model=str(self.model_dir), runner="pooling", convert="embed", dtype=dtype, **kw)
+        self.dtype = dtype
+
+    def identity(self):
+        return {**super().identity(), "dtype": self.dtype}
+
+    def close(self) -> None:
+        """Stop the engine processes now (not at interpreter exit)."""
+        if self.llm is not None:
+            try:
+                self.llm.llm_engine.engine_core.shutdown()
+            except Exception:  # already gone
+                pass
+            self.llm = None
+            import gc
+            gc.collect()
+
+    def __call__(self, texts):
+        prompts = [{"prompt_token_ids": ids} for ids in self.token_ids(texts)]
+        outs = self.llm.embed(prompts, use_tqdm=False)
+        vecs = np.asarray([o.outputs.embedding for o in outs], dtype=np.float32)
+        return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+
+
+def make_embedder(backend: str, model_dir: Path, **kw) -> Embedder:
+    if backend in ("hf", "transformers"):
+        return HFEmbedder(model_dir, **kw)
+    if backend == "vllm":
+        return VLLMEmbedder(model_dir, **kw)
+    raise ValueError(f"embedding backend {backend!r}: expected hf or vllm")
+
+
+def search(query_vecs: np.ndarray, doc_vecs: np.ndarray, doc_ids: Sequence[str], query_ids: Sequence[str],
+           depth: int, use_faiss: Optional[bool] = None) -> dict[str, dict[str, float]]:
+    """Exact top-``depth`` by inner product (cosine on normalised vectors): {query: {doc: score}}."""
+    depth = min(depth, len(doc_ids))
+    if use_faiss is None:
+        use_faiss = len(doc_ids) >= 50_000
+    if use_faiss:
+        try:
+            import faiss
+        except ImportError:
+            use_faiss = False
+    if use_faiss:
+        index = faiss.IndexFlatIP(doc_vecs.shape[1])
+        index.add(np.ascontiguousarray(doc_vecs, dtype=np.float32))
+        scores, idx = index.search(np.ascontiguousarray(query_vecs, dtype=np.float32), depth)
+    else:
+        scores, idx = [], []
+        for i in range(0, len(query_vecs), 256):
+            sims = query_vecs[i:i + 256] @ doc_vecs.T
+            top = np.argpartition(-sims, depth - 1, axis=1)[:, :depth] if depth < sims.shape[1] else \
+                np.tile(np.arange(sims.shape[1]), (sims.shape[0], 1))
+            idx.append(top)
+            scores.append(np.take_along_axis(sims, top, axis=1))
+        scores, idx = np.concatenate(scores), np.concatenate(idx)
+    return {q: {doc_ids[j]: float(s) for j, s in zip(idx[r], scores[r])} for r, q in enumerate(query_ids)}
