@@ -140,10 +140,11 @@ class TaskEntry(_Typed):
     battles_file: Optional[str] = None
     truncated_prompts: Optional[int] = None  # prompts longer than the context, cut from the left
     verifier_hash: Optional[str] = None      # parity certificate with evalkit.rl's rewards for this task
+    budget: Optional[dict] = None            # generation budgets from the samples (evalkit.budgets)
     other: dict = field(default_factory=dict)
 
     OMIT_IF_NONE: typing.ClassVar[tuple] = ("samples_file", "rescored", "ratings", "battles_file",
-                                            "truncated_prompts", "verifier_hash")
+                                            "truncated_prompts", "verifier_hash", "budget")
 
 
 @dataclass

@@ -112,6 +112,13 @@ Request = Union[LoglikelihoodRequest, RollingRequest, GenerateRequest]
 class Completion:
     text: str
     finish_reason: str  # "stop" (stop sequence / EOS) or "length" (hit max_tokens)
+    #: the reasoning trace a server returned in its own field (``reasoning_content``/``reasoning``)
+    trace: Optional[str] = None
+    #: token counts of the call that produced it: prompt_tokens, completion_tokens, reasoning_tokens
+    usage: Optional[dict] = None
+
+    def extras(self) -> dict:
+        return {k: v for k, v in (("trace", self.trace), ("usage", self.usage)) if v is not None}
 
 
 @dataclass
@@ -125,7 +132,9 @@ def response_to_json(kind: str, resp) -> object:
         return [resp.logprob, resp.is_greedy]
     if kind == "loglikelihood_rolling":
         return float(resp)
-    return [[c.text, c.finish_reason] for c in resp]
+    # [text, finish] as always; a third element only when the completion carries a trace or usage,
+    # so entries written before these fields existed load unchanged
+    return [[c.text, c.finish_reason, c.extras()] if c.extras() else [c.text, c.finish_reason] for c in resp]
 
 
 def response_from_json(kind: str, obj):
@@ -133,4 +142,8 @@ def response_from_json(kind: str, obj):
         return LoglikelihoodResult(float(obj[0]), bool(obj[1]))
     if kind == "loglikelihood_rolling":
         return float(obj)
-    return [Completion(t, f) for t, f in obj]
+    out = []
+    for item in obj:
+        extra = item[2] if len(item) > 2 and isinstance(item[2], dict) else {}
+        out.append(Completion(item[0], item[1], extra.get("trace"), extra.get("usage")))
+    return out

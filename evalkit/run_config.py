@@ -27,6 +27,8 @@ class RunConfig:
     #: metrics the run appends to every generation task (``--metric evaluate:NAME``)
     metrics: list = field(default_factory=list)
     fewshot_paths: dict = field(default_factory=dict)  # task -> local file of its few-shot examples
+    #: how reasoning traces are separated (evalkit.thinking options: think_start, think_end, ...)
+    thinking: dict = field(default_factory=dict)
 
     def context(self, render_chat: Optional[Callable[[list], str]] = None) -> RunContext:
         """The run as tasks see it when they build prompts and requests."""
@@ -39,7 +41,8 @@ class RunConfig:
                 "gen_overrides": self.gen_overrides, "shard": list(self.shard) if self.shard else None,
                 "tags": self.tags, "data_paths": self.data_paths, "task_options": self.task_options,
                 "metrics": list(self.metrics),
-                **({"fewshot_paths": self.fewshot_paths} if self.fewshot_paths else {})}
+                **({"fewshot_paths": self.fewshot_paths} if self.fewshot_paths else {}),
+                **({"thinking": self.thinking} if self.thinking else {})}
 
     @classmethod
     def from_record(cls, cfg: dict) -> "RunConfig":
@@ -57,4 +60,5 @@ class RunConfig:
                    system_prompt=cfg.get("system_prompt"), data_paths=dict(cfg.get("data_paths") or {}),
                    task_options=options, gen_overrides=dict(cfg.get("gen_overrides") or {}),
                    tags=list(cfg.get("tags") or []), shard=tuple(cfg["shard"]) if cfg.get("shard") else None,
-                   metrics=metrics, fewshot_paths=dict(cfg.get("fewshot_paths") or {}))
+                   metrics=metrics, fewshot_paths=dict(cfg.get("fewshot_paths") or {}),
+                   thinking=dict(cfg.get("thinking") or {}))

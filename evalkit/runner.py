@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from evalkit import registry, run_checks
+from evalkit.backends.base import Backend
 from evalkit.engine import Engine
 from evalkit.records import ModelInfo, TaskEntry, new_run, samples_filename, write_run
 from evalkit.run_config import RunConfig
@@ -136,21 +137,45 @@ def score_task(task: Task, samples: Sequence[Sample], config: RunConfig, indices
     if task.output_type == "generate":
         from evalkit.rl.version import verifier_hash  # parity certificate with evalkit.rl's rewards
         entry.verifier_hash = verifier_hash(task.name)
+        from evalkit.budgets import task_budget  # from the sample rows: a cached or merged run reports the same
+        entry.budget = task_budget(rows)
     return entry, rows
 
 
-def score(p: Plan, answers: dict) -> tuple[dict, dict]:
-    """({task: TaskEntry}, {task: sample rows}) from the answers of the plan's requests."""
+def score(p: Plan, answers: dict, count_tokens=None) -> tuple[dict, dict]:
+    """({task: TaskEntry}, {task: sample rows}) from the answers of the plan's requests. Generated
+    text is split into reasoning trace and answer first (``evalkit.traces``); tasks score the answer.
+    ``count_tokens`` (text -> ids) gives the samples' trace and answer token counts."""
+    from evalkit import traces
+    from evalkit.thinking import ThinkingConfig
+    cfg = ThinkingConfig.from_options(p.config.thinking)
+    probe = traces.PrefillProbe(cfg, p.ctx.render_chat)
     entries, rows = {}, {}
     for tr in p.task_runs:
         per_doc = [[answers[r.key()] for r in reqs] for reqs in tr.requests]
+        if tr.task.output_type == "generate":
+            per_doc, seps = traces.split_answers(per_doc, cfg, probe(tr.requests) if cfg.prefilled is None else None)
         samples = tr.task.score_all(tr.docs, per_doc, p.ctx)
+        if tr.task.output_type == "generate":
+            traces.annotate(samples, seps, count_tokens)
         entries[tr.task.name], rows[tr.task.name] = score_task(tr.task, samples, p.config, tr.indices)
         run_checks.record_truncation(entries[tr.task.name], rows[tr.task.name], p.too_long.get(tr.task.name))
     return entries, rows
 
 
 # ---- the whole run ----------------------------------------------------------------------------
+def _token_counter(backend):
+    """``backend.encode`` when a tokenizer is cheap to use now (never starts a vLLM engine)."""
+    if not getattr(backend, "tokenizer_ready", True) or type(backend).encode is Backend.encode:
+        return None
+
+    def count(text: str) -> list:  # the tokenizer loads on first use (only when there are traces)
+        if getattr(backend, "tokenizer", True) is None:  # openai backend in text mode
+            raise NotImplementedError("no tokenizer")
+        return backend.encode(text)
+    return count
+
+
 def model_info(backend, model_spec: str = "", model_args: Optional[dict] = None) -> ModelInfo:
     return ModelInfo(spec=model_spec, name=backend.display_name, backend=backend.name, args=model_args or {},
                      identity=backend.identity(), identity_hash=backend.identity_hash())
@@ -169,7 +194,7 @@ def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "res
     # after the answers, so a cached rerun needs no tokenizer: counted, warned, recorded per sample
     p.too_long = run_checks.prompts_over_context(p.task_runs, backend)
     t_model = time.time()
-    entries, rows = score(p, answers)
+    entries, rows = score(p, answers, _token_counter(backend))
     run = new_run("evaluation", model_info(backend, model_spec, model_args), config.to_record(), entries,
                   engine=engine_stats,
                   # backend counters (vllm/openai: share of completions that hit max_tokens, prefix-cache hits)

@@ -118,6 +118,8 @@ def register(sub):
                    help="openai: backend server, e.g. http://127.0.0.1:8000/v1 (same as --model-args base_url=)")
     p.add_argument("--lora", default=None, metavar="NAME=PATH,...",
                    help="vllm: backend: evaluate each LoRA adapter in the one engine; one run record per adapter")
+    from evalkit.cli.reasoning_args import add_reasoning_args
+    add_reasoning_args(p)
     sinks.add_sink_args(p)
     p.set_defaults(func=run)
 
@@ -134,6 +136,8 @@ def run(args):
     config = build_config(args)
     model_args = parse_model_args(args.model_args)
     validation.check_model_args(prefix, model_args)
+    from evalkit.cli import reasoning_args
+    reasoning_args.apply(args, config, model_args, prefix)  # trace markers -> config; template kwargs -> backend
     if not args.no_output:
         validation.check_output_dir(args.output)
     task_runs = load_tasks(config)  # data errors surface before the model loads
@@ -165,6 +169,7 @@ def run(args):
     failed = 0
     for out in outs:
         print(format_table(out["run"]))
+        budget_warnings(out["run"])
         if args.no_output:
             continue
         try:
@@ -176,6 +181,17 @@ def run(args):
                   f"the answers are cached, so a rerun with a writable --output recomputes nothing", file=sys.stderr)
     sinks.after_run(args, [out["run"]["path"] for out in outs if "path" in out["run"]])
     return 2 if failed else 0
+
+
+def budget_warnings(run: dict) -> None:
+    """One line per task whose budget shares exceed 5% (hit max_tokens, unclosed trace, no answer)."""
+    from evalkit.budgets import run_usage
+    for task, t in run["tasks"].items():
+        for w in (t.get("budget") or {}).get("warnings") or []:
+            print(f"evalkit run: warning: {task}: {w}", file=sys.stderr)
+    usage = run_usage(run["tasks"])
+    if usage:
+        print("token usage: " + ", ".join(f"{k} {v}" for k, v in sorted(usage.items())))
 
 
 def _fmt(x, digits=4):
