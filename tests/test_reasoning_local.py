@@ -14,12 +14,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 # ChatML (SmolLM2's own format) that opens a trace after the assistant header, Qwen3-style:
-# enable_thinking=false writes an empty, closed trace instead
-THINKING_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n"
-    "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n"
-    "{% else %}<think>\n{% endif %}{% endif %}")
+# enable_thinking=false writes an empty, closed trace instead (the README uses the same file)
+TEMPLATE_FILE = REPO / "docs" / "chat_templates" / "chatml_think.jinja"
 
 
 def evalkit(*args, timeout=400):
@@ -35,8 +31,7 @@ def record(out: Path) -> tuple[dict, list]:
 
 
 def test_hf_template_that_prefills_think(tiny_model_dir, shared_data, tmp_path):
-    template = tmp_path / "thinking.jinja"
-    template.write_text(THINKING_TEMPLATE)
+    template = TEMPLATE_FILE
     common = ["--model", f"hf:{tiny_model_dir}", "--tasks", "gsm8k", "--data", f"gsm8k={shared_data / 'gsm8k'}",
               "--num-fewshot", "0", "--limit", "2", "--apply-chat-template", "--gen-kwargs", "max_tokens=12",
               "--cache-dir", str(tmp_path / "cache")]
@@ -70,8 +65,7 @@ def test_hf_template_that_prefills_think(tiny_model_dir, shared_data, tmp_path):
 def test_hf_backend_renders_with_template_and_kwargs(tiny_model_dir, tmp_path):
     pytest.importorskip("transformers")
     from evalkit.backends.hf import HFBackend
-    template = tmp_path / "thinking.jinja"
-    template.write_text(THINKING_TEMPLATE)
+    template = TEMPLATE_FILE
     msgs = [{"role": "user", "content": "What is 2+3?"}]
     think = HFBackend(tiny_model_dir, chat_template=str(template))
     off = HFBackend(tiny_model_dir, chat_template=str(template), chat_template_kwargs={"enable_thinking": False})
