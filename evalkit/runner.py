@@ -165,14 +165,16 @@ def score(p: Plan, answers: dict, count_tokens=None) -> tuple[dict, dict]:
 
 # ---- the whole run ----------------------------------------------------------------------------
 def _token_counter(backend):
-    """``backend.encode`` when a tokenizer is cheap to use now (never starts a vLLM engine)."""
-    if not getattr(backend, "tokenizer_ready", True) or type(backend).encode is Backend.encode:
+    """Token ids of a text by the backend's tokenizer (``text_tokenizer()`` where a backend has one
+    that needs no engine, e.g. vllm), loaded on first use; None when it has no tokenizer."""
+    if type(backend).encode is Backend.encode and not hasattr(backend, "text_tokenizer"):
         return None
 
-    def count(text: str) -> list:  # the tokenizer loads on first use (only when there are traces)
-        if getattr(backend, "tokenizer", True) is None:  # openai backend in text mode
+    def count(text: str) -> list:
+        tok = backend.text_tokenizer() if hasattr(backend, "text_tokenizer") else getattr(backend, "tokenizer", None)
+        if tok is None:  # openai backend in text mode
             raise NotImplementedError("no tokenizer")
-        return backend.encode(text)
+        return tok.encode(text, add_special_tokens=False)
     return count
 
 

@@ -144,6 +144,23 @@ class VLLMBackend(TokenizerMixin, Backend):
         return self.llm.get_tokenizer()
 
     @functools.cached_property
+    def _files_tokenizer(self):
+        from transformers import AutoTokenizer
+        a = self.engine_args
+        return AutoTokenizer.from_pretrained(a["model"], revision=a.get("revision"),
+                                             trust_remote_code=bool(a.get("trust_remote_code")))
+
+    def text_tokenizer(self):
+        """The engine's tokenizer when it runs, else the same files read by transformers: rendering a
+        chat template or counting trace tokens on a run answered from the cache never starts the engine."""
+        return self.tokenizer if self.tokenizer_ready else self._files_tokenizer
+
+    def apply_chat_template(self, messages: list[dict]) -> str:
+        return self.text_tokenizer().apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                                         chat_template=self.chat_template,
+                                                         **self.chat_template_kwargs)
+
+    @functools.cached_property
     def _SamplingParams(self):
         from vllm import SamplingParams
         return SamplingParams
