@@ -116,9 +116,12 @@ class Completion:
     trace: Optional[str] = None
     #: token counts of the call that produced it: prompt_tokens, completion_tokens, reasoning_tokens
     usage: Optional[dict] = None
+    #: the server's trace never ended (a reasoning parser left the answer field null)
+    trace_open: Optional[bool] = None
 
     def extras(self) -> dict:
-        return {k: v for k, v in (("trace", self.trace), ("usage", self.usage)) if v is not None}
+        return {k: v for k, v in (("trace", self.trace), ("usage", self.usage), ("trace_open", self.trace_open))
+                if v is not None}
 
 
 @dataclass
@@ -145,5 +148,5 @@ def response_from_json(kind: str, obj):
     out = []
     for item in obj:
         extra = item[2] if len(item) > 2 and isinstance(item[2], dict) else {}
-        out.append(Completion(item[0], item[1], extra.get("trace"), extra.get("usage")))
+        out.append(Completion(item[0], item[1], extra.get("trace"), extra.get("usage"), extra.get("trace_open")))
     return out

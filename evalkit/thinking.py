@@ -88,14 +88,15 @@ class Separated:
 
 
 def separate(text: str, cfg: ThinkingConfig = ThinkingConfig(), finish_reason: str = "stop",
-             field_trace: Optional[str] = None, prefilled: Optional[bool] = None) -> Separated:
-    """Trace and answer of one completion. ``field_trace``: the server's separate reasoning field;
-    ``prefilled``: whether the prompt ends in the opening marker (None: unknown; ``cfg.prefilled``
-    wins when set)."""
+             field_trace: Optional[str] = None, prefilled: Optional[bool] = None,
+             field_open: Optional[bool] = None) -> Separated:
+    """Trace and answer of one completion. ``field_trace``: the server's separate reasoning field
+    (``field_open``: the server said it never ended, e.g. a null answer field); ``prefilled``: whether
+    the prompt ends in the opening marker (None: unknown; ``cfg.prefilled`` wins when set)."""
     text = text if isinstance(text, str) else ""
     pre = cfg.prefilled if cfg.prefilled is not None else prefilled
     if field_trace is not None:
-        return _from_field(text, field_trace, cfg, finish_reason)
+        return _from_field(text, field_trace, cfg, finish_reason, bool(field_open))
     s, e = cfg.start, cfg.end
     first_open, last_close = text.find(s), text.rfind(e)
     notes = []
@@ -145,7 +146,7 @@ def _unclosed(raw, trace, notes, finish_reason, source) -> Separated:
     return Separated(raw, trace.strip(), "", "unclosed", source, notes)
 
 
-def _from_field(text: str, field_trace: str, cfg: ThinkingConfig, finish_reason: str) -> Separated:
+def _from_field(text: str, field_trace: str, cfg: ThinkingConfig, finish_reason: str, open_: bool) -> Separated:
     """The server already split the trace off (``reasoning_content``): the content is the answer.
     Markers left in the content (a parser that missed a second trace) are separated too."""
     inner = separate(text, replace(cfg, prefilled=False)) if (cfg.start in text or cfg.end in text) else None
@@ -156,8 +157,9 @@ def _from_field(text: str, field_trace: str, cfg: ThinkingConfig, finish_reason:
             return _unclosed(text, trace, notes, finish_reason, "field")
         return Separated(text, trace, inner.answer, "closed", "field", notes)
     if not text.strip():
-        if finish_reason == "length":
-            return _unclosed(text, field_trace, [], finish_reason, "field")
+        if finish_reason == "length" or open_:
+            return _unclosed(text, field_trace, ["the server returned a trace and no answer field"] if open_ else [],
+                             finish_reason, "field")
         return Separated(text, field_trace, "", "closed", "field", ["empty answer after the trace"])
     return Separated(text, field_trace, text.strip(), "closed", "field", [])
 

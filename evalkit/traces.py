@@ -43,7 +43,7 @@ def split_answers(per_doc: list, cfg: ThinkingConfig, prefilled: Optional[bool])
         new_responses, first = [], None
         for resp in responses:
             if isinstance(resp, list) and resp and all(isinstance(c, Completion) for c in resp):
-                split = [separate(c.text, cfg, c.finish_reason, c.trace, prefilled) for c in resp]
+                split = [separate(c.text, cfg, c.finish_reason, c.trace, prefilled, c.trace_open) for c in resp]
                 first = first or split[0]
                 if not cfg.keep:
                     resp = [dataclasses.replace(c, text=s.answer) for c, s in zip(resp, split)]
@@ -82,7 +82,10 @@ def annotate(samples: list, seps: list, count_tokens: Optional[Callable] = None)
 
 def _token_counts(sep: Separated, comp: Completion, count_tokens) -> dict:
     usage = comp.usage or {}
-    if isinstance(usage.get("reasoning_tokens"), int) and isinstance(usage.get("completion_tokens"), int):
+    # the API's reasoning count, when it has one: hidden traces (o-series) or a count that is not 0
+    # for a visible trace (vLLM reports 0 whatever the trace); else the tokenizer counts
+    if isinstance(usage.get("reasoning_tokens"), int) and isinstance(usage.get("completion_tokens"), int) and \
+            (usage["reasoning_tokens"] > 0 or not sep.trace or count_tokens is None):
         return {"trace_tokens": usage["reasoning_tokens"],
                 "answer_tokens": max(0, usage["completion_tokens"] - usage["reasoning_tokens"]),
                 "token_source": "usage"}

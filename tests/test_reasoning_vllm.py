@@ -1,7 +1,11 @@
 """Reasoning traces through real vLLM on the bundled model: `vllm serve` with a reasoning parser
 (deepseek_r1) and the thinking chat template (it prefills <think>), read by the openai backend from
 the reply's reasoning field; and the offline vllm backend rendering the same template from
---model-args chat_template=. Lean: 2 GSM8K questions, 12 new tokens, so every trace is cut."""
+--model-args chat_template=. Lean: 2 GSM8K questions, 12 new tokens, so every trace is cut.
+
+vLLM's reasoning parsers need <think> and </think> to be single tokens, which SmolLM2's tokenizer
+lacks: the fixture model is the bundled one (same weights, linked) with two of its unused special
+tokens (<issue_start>, <issue_comment>) renamed <think> and </think>."""
 from __future__ import annotations
 
 import json
@@ -19,6 +23,29 @@ from tests.test_openai_backend import KEY, KEY_ENV, SERVED, VLLMServer  # noqa: 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = REPO / "docs" / "chat_templates" / "chatml_think.jinja"
+
+
+def thinking_tokenizer_dir(base: str, out: Path) -> str:
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("config.json", "generation_config.json", "model.safetensors", "tokenizer_config.json"):
+        if not (out / name).exists():
+            (out / name).symlink_to(Path(base) / name)
+    tok = json.loads((Path(base) / "tokenizer.json").read_text())
+    renames = {"<issue_start>": "<think>", "<issue_comment>": "</think>"}
+    for a in tok["added_tokens"]:
+        if a["content"] in renames:
+            a["content"], a["special"] = renames[a["content"]], False  # kept in decoded text
+    vocab = tok["model"]["vocab"]
+    for old, new in renames.items():
+        vocab[new] = vocab.pop(old)
+    (out / "tokenizer.json").write_text(json.dumps(tok))
+    (out / "chat_template.jinja").write_text(TEMPLATE.read_text())
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def thinking_model(tiny_model_dir, tmp_path_factory) -> str:
+    return thinking_tokenizer_dir(tiny_model_dir, tmp_path_factory.mktemp("thinking_model"))
 
 
 class ReasoningVLLMServer(VLLMServer):
@@ -43,8 +70,8 @@ COMMON = ["--tasks", "gsm8k", "--num-fewshot", "0", "--limit", "2", "--apply-cha
           "--gen-kwargs", "max_tokens=12"]
 
 
-def test_vllm_serve_reasoning_parser(tiny_model_dir, shared_data, tmp_path):
-    srv = ReasoningVLLMServer(tiny_model_dir, tmp_path / "server.log")
+def test_vllm_serve_reasoning_parser(thinking_model, shared_data, tmp_path):
+    srv = ReasoningVLLMServer(thinking_model, tmp_path / "server.log")
     srv.start()
     try:
         r = evalkit("run", "--model", f"openai:{SERVED}", "--base-url", srv.base_url, *COMMON,
@@ -55,11 +82,16 @@ def test_vllm_serve_reasoning_parser(tiny_model_dir, shared_data, tmp_path):
     assert r.returncode == 0, r.stderr
     rec, rows = record(tmp_path)
     b = rec["tasks"]["gsm8k"]["budget"]
-    assert b["unclosed_trace"] == 1.0 and b["hit_token_limit"] == 1.0 and b["with_trace"] == 1.0
-    assert b["usage"]["completion_tokens"] == 24 and b["usage"]["prompt_tokens"] > 0
+    # the parser found no </think>: everything is reasoning, the answer field null (one reply is the
+    # model stopping at once: an empty trace that never ended either)
+    assert b["unclosed_trace"] == 1.0 and b["no_answer"] == 1.0 and b["with_trace"] == 1.0
+    assert 0 < b["usage"]["completion_tokens"] <= 24 and b["usage"]["prompt_tokens"] > 0
     for row in rows:
         t = row["extra"]["thinking"]
-        assert t["source"] == "field" and t["trace"] and row["responses"] == [""]
+        assert t["source"] == "field" and t["status"] == "unclosed" and row["responses"] == [""]
+        assert any("no answer field" in n for n in t["notes"])
+        if t["trace"]:
+            assert t["token_source"] == "tokenizer" and t["trace_tokens"] > 0  # vLLM reports 0 reasoning tokens
 
 
 def test_vllm_offline_chat_template(tiny_model_dir, shared_data, tmp_path):

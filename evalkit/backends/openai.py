@@ -294,20 +294,20 @@ class OpenAIBackend(Backend):
         usage = reply_usage(resp)
         comps = []
         for i, c in enumerate(choices[:want]):
-            trace = reply_trace(c)
+            trace, trace_open = reply_trace(c), None
             if "message" in c:
                 msg = c["message"]
                 text = msg.get("content") if isinstance(msg, dict) else None
+                if text is None and trace is not None:  # vLLM's reasoning parser: no end of trace, no content
+                    text, trace_open = "", True
                 if text is None and isinstance(msg, dict) and msg.get("refusal") is None and "content" in msg:
-                    text = ""  # a chat reply may carry content null (only a tool call, or only a trace)
-                if text is None and trace is not None:
-                    text = ""  # vLLM's reasoning parser: a reply cut while thinking has no content
+                    text = ""  # a chat reply may carry content null (e.g. only a tool call)
             else:
                 text = c.get("text")
             if not isinstance(text, str):
                 raise MalformedReply(f"{where}: choices[{i}] carries no text ({_shape(c)})")
             comps.append(Completion(text, "length" if c.get("finish_reason") == "length" else "stop", trace,
-                                    usage if i == 0 else None))
+                                    usage if i == 0 else None, trace_open))
         return comps[:1] * int(req.params.n) if req.params.greedy else comps
 
     def stream(self, kind: str, requests: Sequence):
