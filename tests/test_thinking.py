@@ -136,3 +136,17 @@ def test_keep_thinking_scores_raw_but_reports_the_same_budget():
     stripped, kept = _rows(forms), _rows(forms, keep=True)
     assert kept[0]["responses"] == [R1] and stripped[0]["responses"] != [R1]
     assert budgets.task_budget(kept) == budgets.task_budget(stripped)
+
+
+def test_reasoning_preset_reads_model_card_sampling(tmp_path):
+    from evalkit.cli.reasoning_args import DEFAULT_THINKING_BUDGET, model_card_sampling, preset_overrides
+    (tmp_path / "generation_config.json").write_text('{"do_sample": true, "temperature": 0.6, "top_p": 0.95}')
+    card = model_card_sampling(f"hf:{tmp_path}", "hf")
+    assert card == {"temperature": 0.6, "top_p": 0.95}
+    assert preset_overrides({}, None, card) == {"max_tokens": DEFAULT_THINKING_BUDGET, "temperature": 0.6,
+                                                 "top_p": 0.95}
+    assert preset_overrides({"temperature": 0.0}, 2048, card)["temperature"] == 0.0  # --gen-kwargs win
+    (tmp_path / "generation_config.json").write_text('{"temperature": 0.6}')  # no do_sample: greedy
+    assert model_card_sampling(f"hf:{tmp_path}", "hf") == {}
+    assert preset_overrides({}, 1024, {}) == {"max_tokens": 1024, "temperature": 0.0}
+    assert model_card_sampling("openai:o3-mini", "openai") == {}
