@@ -66,11 +66,11 @@ def annotate(samples: list, seps: list, count_tokens: Optional[Callable] = None)
     for s, (sep, comp) in zip(samples, seps):
         if sep is None or comp is None:
             continue
-        s.extra.setdefault("finish_reason", comp.finish_reason)
         if comp.usage:
             s.extra["usage"] = dict(comp.usage)
         if sep.status == "none" and not sep.notes:
             continue
+        s.extra.setdefault("finish_reason", comp.finish_reason)  # (tasks that build their own samples)
         info = sep.to_dict()
         info["answer_chars"] = len(sep.answer)
         info["trace_chars"] = len(sep.trace or "")

@@ -109,7 +109,8 @@ def _rows(texts_finish, keep=False):
     scored, seps = traces.split_answers(per_doc, ThinkingConfig(keep=keep), traces.PrefillProbe(ThinkingConfig())(
         [[req]]))
     from evalkit.items import Sample
-    samples = [Sample(str(i), "h", "p", [c.text for c in r[0]], "t", {}, extracted=None)
+    samples = [Sample(str(i), "h", "p", [c.text for c in r[0]], "t", {}, extracted=None,
+                      extra={"finish_reason": r[0][0].finish_reason})  # as GenerationTask.sample_of does
                for i, r in enumerate(scored)]
     traces.annotate(samples, seps, count_tokens=str.split)
     return [s.to_dict() for s in samples]
@@ -150,3 +151,23 @@ def test_reasoning_preset_reads_model_card_sampling(tmp_path):
     assert model_card_sampling(f"hf:{tmp_path}", "hf") == {}
     assert preset_overrides({}, 1024, {}) == {"max_tokens": 1024, "temperature": 0.0}
     assert model_card_sampling("openai:o3-mini", "openai") == {}
+
+
+def test_evalkit_score_strips_traces_from_saved_outputs(tmp_path, capsys):
+    import json
+    from evalkit.cli import main
+    data = tmp_path / "gsm"
+    data.mkdir()
+    (data / "test.jsonl").write_text(json.dumps({"question": "Janet's eggs?", "answer": "16 - 3 - 4 = 9, 9 * 2 = 18 "
+                                                                                      "#### 18"}) + "\n")
+    (data / "train.jsonl").write_text("".join(json.dumps({"question": f"t{i}?", "answer": f"#### {i}"}) + "\n"
+                                               for i in range(5)))
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(json.dumps({"doc_id": "0", "prediction": R1}) + "\n")
+    assert main(["score", "--task", "gsm8k", "--predictions", str(preds), "--data", str(data),
+                 "--output", str(tmp_path / "out")]) == 0
+    run_json = next((tmp_path / "out").glob("*/run.json"))
+    rec = json.loads(run_json.read_text())
+    assert rec["tasks"]["gsm8k"]["metrics"]["exact_match_strict"]["value"] == 1.0
+    row = json.loads((run_json.parent / "samples_gsm8k.jsonl").read_text())
+    assert row["extra"]["thinking"]["raw"] == R1 and row["extracted"]["strict"] == "18"
