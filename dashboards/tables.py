@@ -228,3 +228,21 @@ def judge_reliability(store) -> pd.DataFrame:
                 rows.append({"run_id": rec.run_id, "model": rec.model.get("name"), "task": task, "mode": mode,
                              "judge": judge or jd.get("name"), **{k: figs.get(k) for k in JUDGE_FIGURES}})
     return pd.DataFrame(rows, columns=["run_id", "model", "task", "mode", "judge", *JUDGE_FIGURES])
+
+
+BUDGET_COLUMNS = {"hit_token_limit": "hit max_tokens", "unclosed_trace": "unclosed trace", "no_answer": "no answer"}
+
+
+def budget_columns(store, sel: pd.DataFrame) -> pd.DataFrame:
+    """The generation budget shares of each row's run and task (the record's ``budget``), as columns
+    beside the score; empty when no run recorded any (older records, non-generation tasks)."""
+    out = {label: [] for label in BUDGET_COLUMNS.values()}
+    for run_id, task in zip(sel["run_id"], sel["task"]):
+        try:
+            b = (store.record(run_id).tasks.get(task) or {}).get("budget") or {}
+        except KeyError:
+            b = {}
+        for key, label in BUDGET_COLUMNS.items():
+            out[label].append(b.get(key))
+    frame = pd.DataFrame(out, index=sel.index)
+    return frame if frame.notna().any().any() else frame.iloc[:, :0]

@@ -143,10 +143,11 @@ class TaskEntry(_Typed):
     truncated_prompts: Optional[int] = None  # prompts longer than the context, cut from the left
     verifier_hash: Optional[str] = None      # parity certificate with evalkit.rl's rewards for this task
     grpo: Optional[dict] = None              # GRPO group figures with CIs (runs with G > 1 responses per item)
+    budget: Optional[dict] = None            # generation budgets from the samples (evalkit.budgets)
     other: dict = field(default_factory=dict)
 
     OMIT_IF_NONE: typing.ClassVar[tuple] = ("samples_file", "rescored", "ratings", "battles_file",
-                                            "truncated_prompts", "verifier_hash", "grpo", "best_of_n")
+                                            "truncated_prompts", "verifier_hash", "grpo", "best_of_n", "budget")
 
 
 @dataclass

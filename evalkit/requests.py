@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Optional, Union
 
 Messages = tuple  # tuple of (role, content) pairs; hashable form of chat messages
@@ -168,6 +168,16 @@ Request = Union[LoglikelihoodRequest, RollingRequest, GenerateRequest, RewardReq
 class Completion:
     text: str
     finish_reason: str  # "stop" (stop sequence / EOS) or "length" (hit max_tokens)
+    #: the reasoning trace a server returned in its own field (``reasoning_content``/``reasoning``)
+    trace: Optional[str] = None
+    #: token counts of the call that produced it: prompt_tokens, completion_tokens, reasoning_tokens
+    usage: Optional[dict] = None
+    #: the server's trace never ended (a reasoning parser left the answer field null)
+    trace_open: Optional[bool] = None
+
+    def extras(self) -> dict:
+        return {k: v for k, v in (("trace", self.trace), ("usage", self.usage), ("trace_open", self.trace_open))
+                if v is not None}
 
 
 @dataclass
@@ -185,7 +195,9 @@ def response_to_json(kind: str, resp) -> object:
         return [float(x) for x in resp] if isinstance(resp, list) else float(resp)
     if kind == "embed":
         return [float(x) for x in resp]
-    return [[c.text, c.finish_reason] for c in resp]
+    # [text, finish] as always; a third element only when the completion carries a trace or usage,
+    # so entries written before these fields existed load unchanged
+    return [[c.text, c.finish_reason, c.extras()] if c.extras() else [c.text, c.finish_reason] for c in resp]
 
 
 def response_from_json(kind: str, obj):
@@ -197,4 +209,8 @@ def response_from_json(kind: str, obj):
         return [float(x) for x in obj] if isinstance(obj, list) else float(obj)
     if kind == "embed":
         return [float(x) for x in obj]
-    return [Completion(t, f) for t, f in obj]
+    out = []
+    for item in obj:
+        extra = item[2] if len(item) > 2 and isinstance(item[2], dict) else {}
+        out.append(Completion(item[0], item[1], extra.get("trace"), extra.get("usage"), extra.get("trace_open")))
+    return out

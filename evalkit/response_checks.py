@@ -46,4 +46,8 @@ def problem(kind: str, request, result) -> Optional[str]:
             return f"completion text is {type(c.text).__name__}, not a string"
         if c.finish_reason not in ("stop", "length"):
             return f"finish reason {c.finish_reason!r}"
+        if c.trace is not None and not isinstance(c.trace, str):
+            return f"reasoning trace is {type(c.trace).__name__}, not a string"
+        if c.usage is not None and not isinstance(c.usage, dict):
+            return f"usage is {type(c.usage).__name__}, not an object"
     return None

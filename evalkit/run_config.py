@@ -28,6 +28,8 @@ class RunConfig:
     metrics: list = field(default_factory=list)
     fewshot_paths: dict = field(default_factory=dict)  # task -> local file of its few-shot examples
     fewshot_as_multiturn: Optional[bool] = None  # None: multi-turn few-shot with a chat template
+    #: how reasoning traces are separated (evalkit.thinking options: think_start, think_end, ...)
+    thinking: dict = field(default_factory=dict)
 
     def context(self, render_chat: Optional[Callable[[list], str]] = None) -> RunContext:
         """The run as tasks see it when they build prompts and requests."""
@@ -42,7 +44,8 @@ class RunConfig:
                 "tags": self.tags, "data_paths": self.data_paths, "task_options": self.task_options,
                 "metrics": list(self.metrics),
                 **({"fewshot_paths": self.fewshot_paths} if self.fewshot_paths else {}),
-                **({"fewshot_as_multiturn": self.fewshot_as_multiturn} if self.fewshot_as_multiturn is not None else {})}
+                **({"fewshot_as_multiturn": self.fewshot_as_multiturn} if self.fewshot_as_multiturn is not None else {}),
+                **({"thinking": self.thinking} if self.thinking else {})}
 
     @classmethod
     def from_record(cls, cfg: dict) -> "RunConfig":
@@ -61,4 +64,5 @@ class RunConfig:
                    task_options=options, gen_overrides=dict(cfg.get("gen_overrides") or {}),
                    tags=list(cfg.get("tags") or []), shard=tuple(cfg["shard"]) if cfg.get("shard") else None,
                    metrics=metrics, fewshot_paths=dict(cfg.get("fewshot_paths") or {}),
-                   fewshot_as_multiturn=cfg.get("fewshot_as_multiturn"))
+                   fewshot_as_multiturn=cfg.get("fewshot_as_multiturn"),
+                   thinking=dict(cfg.get("thinking") or {}))

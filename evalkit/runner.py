@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from evalkit import registry, run_checks
+from evalkit.backends.base import Backend
 from evalkit.engine import Engine
 from evalkit.records import ModelInfo, TaskEntry, new_run, samples_filename, write_run
 from evalkit.run_config import RunConfig
@@ -150,21 +151,47 @@ def score_task(task: Task, samples: Sequence[Sample], config: RunConfig, indices
         entry.verifier_hash = verifier_hash(task.name)
         from evalkit.rl.diagnostics import attach_group_figures  # G > 1 responses per item: GRPO figures
         attach_group_figures(task.name, entry, rows, config)
+        from evalkit.budgets import task_budget  # from the sample rows: a cached or merged run reports the same
+        entry.budget = task_budget(rows)
     return entry, rows
 
 
-def score(p: Plan, answers: dict) -> tuple[dict, dict]:
-    """({task: TaskEntry}, {task: sample rows}) from the answers of the plan's requests."""
+def score(p: Plan, answers: dict, count_tokens=None) -> tuple[dict, dict]:
+    """({task: TaskEntry}, {task: sample rows}) from the answers of the plan's requests. Generated
+    text is split into reasoning trace and answer first (``evalkit.traces``); tasks score the answer.
+    ``count_tokens`` (text -> ids) gives the samples' trace and answer token counts."""
+    from evalkit import traces
+    from evalkit.thinking import ThinkingConfig
+    cfg = ThinkingConfig.from_options(p.config.thinking)
+    probe = traces.PrefillProbe(cfg, p.ctx.render_chat)
     entries, rows = {}, {}
     for tr in p.task_runs:
         per_doc = [[answers[r.key()] for r in reqs] for reqs in tr.requests]
+        if tr.task.output_type == "generate":
+            per_doc, seps = traces.split_answers(per_doc, cfg, probe(tr.requests) if cfg.prefilled is None else None)
         samples = tr.task.score_all(tr.docs, per_doc, p.ctx)
+        if tr.task.output_type == "generate":
+            traces.annotate(samples, seps, count_tokens)
         entries[tr.task.name], rows[tr.task.name] = score_task(tr.task, samples, p.config, tr.indices)
         run_checks.record_truncation(entries[tr.task.name], rows[tr.task.name], p.too_long.get(tr.task.name))
     return entries, rows
 
 
 # ---- the whole run ----------------------------------------------------------------------------
+def _token_counter(backend):
+    """Token ids of a text by the backend's tokenizer (``text_tokenizer()`` where a backend has one
+    that needs no engine, e.g. vllm), loaded on first use; None when it has no tokenizer."""
+    if type(backend).encode is Backend.encode and not hasattr(backend, "text_tokenizer"):
+        return None
+
+    def count(text: str) -> list:
+        tok = backend.text_tokenizer() if hasattr(backend, "text_tokenizer") else getattr(backend, "tokenizer", None)
+        if tok is None:  # openai backend in text mode
+            raise NotImplementedError("no tokenizer")
+        return tok.encode(text, add_special_tokens=False)
+    return count
+
+
 def model_info(backend, model_spec: str = "", model_args: Optional[dict] = None) -> ModelInfo:
     return ModelInfo(spec=model_spec, name=backend.display_name, backend=backend.name, args=model_args or {},
                      identity=backend.identity(), identity_hash=backend.identity_hash())
@@ -184,7 +211,7 @@ def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "res
     # after the answers, so a cached rerun needs no tokenizer: counted, warned, recorded per sample
     p.too_long = run_checks.prompts_over_context(p.task_runs, backend)
     t_model = time.time()
-    entries, rows = score(p, answers)
+    entries, rows = score(p, answers, _token_counter(backend))
     reward_model = None
     if reward_backend is not None:
         from evalkit.reward_phase import add_best_of_n

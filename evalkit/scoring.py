@@ -225,7 +225,14 @@ def rescore(cfg: ScoreConfig, output_dir: Optional[str] = "results") -> dict:
                        task_options={cfg.task: options}, tags=list(cfg.tags),
                        metrics=list(cfg.metrics) or list(old_cfg.metrics))
     responses = [task.responses_from_predictions(doc, p) for doc, p in pairs]
+    if task.output_type == "generate":  # saved raw outputs of a reasoning model: the answer is scored
+        from evalkit import traces
+        from evalkit.thinking import ThinkingConfig
+        config.thinking = dict(old_cfg.thinking)
+        responses, seps = traces.split_answers(responses, ThinkingConfig.from_options(config.thinking), None)
     samples = task.score_all([d for d, _ in pairs], responses, config.context())
+    if task.output_type == "generate":
+        traces.annotate(samples, seps)
     entry, rows = score_task(task, samples, config)
     changed = sorted(d.id for d, _ in pairs if d.id in preds.doc_hashes and preds.doc_hashes[d.id] != d.hash())
     entry.rescored = {"predictions": preds.path, "format": preds.kind, "sha256": preds.sha256,

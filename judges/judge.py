@@ -24,6 +24,7 @@ from typing import Optional, Sequence
 from evalkit.engine import Engine
 from evalkit.requests import GenerateRequest, GenParams, LoglikelihoodRequest
 from evalkit.stats import derive_seed
+from evalkit.thinking import separate
 
 from .parsing import parse
 from .templates import JudgeTemplate
@@ -137,7 +138,9 @@ class Judge:
                 text = answers[req.key()][0].text
                 j = out[i]
                 j.outputs.append(text)
-                parsed = parse(calls[i].template.output_format, text)
+                c0 = answers[req.key()][0]  # a reasoning judge's verdict is after its trace
+                parsed = parse(calls[i].template.output_format, separate(
+                    text, finish_reason=c0.finish_reason, field_trace=c0.trace, field_open=c0.trace_open).answer)
                 if parsed.ok:
                     j.value, j.source = parsed.value, "parsed" if attempt == 0 else "retry"
                 else:

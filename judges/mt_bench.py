@@ -22,6 +22,7 @@ from typing import Optional, Sequence
 
 from evalkit.requests import GenerateRequest, GenParams
 from evalkit.stats import derive_seed
+from evalkit.thinking import separate
 from evalkit.task import Doc
 from evalkit.tasks.mt_bench import MTBench, load_references, temperature_for
 
@@ -91,7 +92,9 @@ def generate_answers(engine, c: Contestant, docs: Sequence[Doc], seed: int, max_
                 reqs[d.id] = GenerateRequest(messages=msgs, params=gen_params(c, d, t + 1, seed, max_tokens))
         out = engine.run(list(reqs.values()))
         for qid, r in reqs.items():
-            text = out[r.key()][0].text.strip()
+            c0 = out[r.key()][0]  # a reasoning model's trace is not its answer (nor the next turn's history)
+            text = separate(c0.text, finish_reason=c0.finish_reason, field_trace=c0.trace, field_open=c0.trace_open
+                            ).answer.strip()
             answers[qid].append(text)
             history[qid] = r.messages + (("assistant", text),)
     return answers

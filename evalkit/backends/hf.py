@@ -17,7 +17,7 @@ from evalkit import models
 from evalkit.backends.base import Backend
 from evalkit.backends.hf_scoring import PairScorer
 from evalkit.backends.logprobs import CPU_CHUNK_ELEMS, GPU_CHUNK_ELEMS
-from evalkit.backends.tokenization import TokenizerMixin, rolling_windows  # noqa: F401 (rolling_windows re-exported)
+from evalkit.backends.tokenization import TokenizerMixin, chat_template_options, rolling_windows  # noqa: F401 (rolling_windows re-exported)
 from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
 log = logging.getLogger(__name__)
@@ -44,8 +44,12 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
     def __init__(self, model: str, revision: Optional[str] = None, dtype: str = "auto", device: str = "auto",
                  batch_size="auto", max_length: Optional[int] = None, max_gen_toks: int = 256,
                  trust_remote_code: bool = False, threads: Optional[int] = None, add_bos_token: bool = False,
-                 token_budget: Optional[int] = None, chunk_size: Optional[int] = None, share_prefix: bool = True):
+                 token_budget: Optional[int] = None, chunk_size: Optional[int] = None, share_prefix: bool = True,
+                 chat_template: Optional[str] = None, chat_template_kwargs=None):
         import torch
+
+        self.chat_template, self.chat_template_kwargs, template_identity = chat_template_options(
+            chat_template, chat_template_kwargs)
 
         threads = threads or os.environ.get("EVALKIT_TORCH_THREADS")
         if threads:
@@ -86,6 +90,7 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
             "revision": revision, "dtype": self.dtype_name, "max_length": self.max_length,
             "add_bos_token": self.add_bos_token,
             "content": models.directory_identity(load_from, hash_weights=local) if snapshot else None,
+            **template_identity,
         }
 
     @property

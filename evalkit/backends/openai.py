@@ -68,7 +68,10 @@ class OpenAIBackend(Backend):
                  concurrency: int = 8, batch_size: int = 8, max_retries: int = 6, timeout: float = 600.0,
                  backoff_base: float = 1.0, backoff_max: float = 60.0, tokenizer: str = "auto",
                  max_length: Optional[int] = None, add_bos_token: bool = False, chunk_size: Optional[int] = None,
-                 trust_remote_code: bool = False):
+                 trust_remote_code: bool = False, chat_template_kwargs=None, reasoning_effort: Optional[str] = None,
+                 reasoning_model="auto"):
+        from evalkit.backends.openai_reasoning import ReasoningOptions
+        self.reasoning = ReasoningOptions.make(model, reasoning_model, reasoning_effort, chat_template_kwargs)
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         self.model, self.base_url = model, base_url.rstrip("/")
         api_key = os.environ.get(api_key_env) if api_key_env else None
@@ -91,6 +94,7 @@ class OpenAIBackend(Backend):
                          "files": (models.directory_identity(tok_source, hash_weights=False)
                                    if tok_source and os.path.isdir(tok_source) else None)},
             "max_length": self._max_length, "add_bos_token": self.add_bos_token,
+            **self.reasoning.identity(),
         }
 
     # ---- setup ---------------------------------------------------------------------------------
@@ -140,7 +144,8 @@ class OpenAIBackend(Backend):
         if self.tokenizer is None:
             raise NotImplementedError("openai backend in text mode cannot render chat templates locally; "
                                       "give tokenizer=<dir or hub id>")
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                                  **self.reasoning.chat_template_kwargs)
 
     # ---- transport ------------------------------------------------------------------------------
     def _map(self, fn, items: list) -> list:
@@ -275,13 +280,13 @@ class OpenAIBackend(Backend):
             body["repetition_penalty"] = float(p.repetition_penalty)
         if req.messages is not None:
             body["messages"] = req.message_dicts()
-            return "/chat/completions", body
+            return "/chat/completions", self.reasoning.shape_body(body, chat=True)
         if self.tokenizer is not None and self._max_length:
             max_ctx = max(1, self._max_length - int(p.max_tokens))
             body["prompt"] = self.encode(req.prompt)[-max_ctx:]
         else:
             body["prompt"] = req.prompt
-        return "/completions", body
+        return "/completions", self.reasoning.shape_body(body, chat=False)
 
     def _generate_one(self, req: GenerateRequest) -> list[Completion]:
         path, body = self._gen_body(req)
@@ -291,18 +296,24 @@ class OpenAIBackend(Backend):
         want = 1 if req.params.greedy else int(req.params.n)
         if len(choices) < want:
             raise MalformedReply(f"{where} returned {len(choices)} choices for n={want}")
+        from evalkit.backends.openai_reasoning import reply_trace, reply_usage
+        usage = reply_usage(resp)
         comps = []
         for i, c in enumerate(choices[:want]):
+            trace, trace_open = reply_trace(c), None
             if "message" in c:
                 msg = c["message"]
                 text = msg.get("content") if isinstance(msg, dict) else None
+                if text is None and trace is not None:  # vLLM's reasoning parser: no end of trace, no content
+                    text, trace_open = "", True
                 if text is None and isinstance(msg, dict) and msg.get("refusal") is None and "content" in msg:
                     text = ""  # a chat reply may carry content null (e.g. only a tool call)
             else:
                 text = c.get("text")
             if not isinstance(text, str):
                 raise MalformedReply(f"{where}: choices[{i}] carries no text ({_shape(c)})")
-            comps.append(Completion(text, "length" if c.get("finish_reason") == "length" else "stop"))
+            comps.append(Completion(text, "length" if c.get("finish_reason") == "length" else "stop", trace,
+                                    usage if i == 0 else None, trace_open))
         return comps[:1] * int(req.params.n) if req.params.greedy else comps
 
     def stream(self, kind: str, requests: Sequence):

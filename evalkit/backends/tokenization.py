@@ -56,7 +56,12 @@ def truncate_pair(ctx: list[int], cont: list[int], max_len: int) -> tuple[list[i
 
 class TokenizerMixin:
     """Tokenization shared by backends that hold an HF tokenizer (``self.tokenizer``) and an
-    ``add_bos_token`` flag, so HF and vLLM encode prompts and pairs identically."""
+    ``add_bos_token`` flag, so HF and vLLM encode prompts and pairs identically. ``chat_template``
+    (a template text replacing the tokenizer's) and ``chat_template_kwargs`` (variables the template
+    reads, e.g. ``enable_thinking``) shape chat prompts; backends put both in their identity."""
+
+    chat_template = None
+    chat_template_kwargs: dict = {}
 
     @property
     def prefix_token_id(self) -> int:
@@ -69,4 +74,37 @@ class TokenizerMixin:
         return encode_pair(self.encode, self.prefix_token_id, context, continuation)
 
     def apply_chat_template(self, messages: list[dict]) -> str:
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                                  chat_template=self.chat_template, **self.chat_template_kwargs)
+
+
+def chat_template_options(chat_template=None, chat_template_kwargs=None) -> tuple:
+    """(template text or None, kwargs dict, identity entries) from the backend options
+    ``chat_template`` (a file path or the template text) and ``chat_template_kwargs`` (a dict or a
+    JSON object string). The identity entries are empty when neither is given (older cache keys hold)."""
+    import hashlib
+    import json
+    import os
+    kwargs = chat_template_kwargs or {}
+    if isinstance(kwargs, str):
+        try:
+            kwargs = json.loads(kwargs)
+        except ValueError as e:
+            raise ValueError(f"chat_template_kwargs {kwargs!r}: not JSON ({e})") from None
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"chat_template_kwargs: expected a JSON object, e.g. '{{\"enable_thinking\": false}}'")
+    text = None
+    if chat_template:
+        if os.path.isfile(str(chat_template)):
+            with open(str(chat_template), encoding="utf-8") as f:
+                text = f.read()
+        elif "{" in str(chat_template):
+            text = str(chat_template)
+        else:
+            raise ValueError(f"chat_template={chat_template!r}: no such file (give a .jinja file or the template text)")
+    ident = {}
+    if text is not None:
+        ident["chat_template_sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if kwargs:
+        ident["chat_template_kwargs"] = dict(sorted(kwargs.items()))
+    return text, dict(kwargs), ident

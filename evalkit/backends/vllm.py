@@ -37,7 +37,7 @@ from typing import Optional, Sequence
 from evalkit import models
 from evalkit.backends.base import Backend
 from evalkit.backends.vllm_stream import stream_engine
-from evalkit.backends.tokenization import TokenizerMixin, truncate_pair
+from evalkit.backends.tokenization import TokenizerMixin, chat_template_options, truncate_pair
 from evalkit.backends.vllm_engine import (ResolvedMemo, lora_rank, lora_targets, offline_cpu_binding, parse_lora,
                                          platform_kind)
 from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
@@ -56,12 +56,14 @@ class VLLMBackend(TokenizerMixin, Backend):
                  max_num_seqs: Optional[int] = None, enable_prefix_caching: bool = True,
                  block_size: Optional[int] = None, add_bos_token: bool = False,
                  chunk_size: Optional[int] = None, lora=None, max_lora_rank: Optional[int] = None,
-                 progress: Optional[bool] = None):
+                 progress: Optional[bool] = None, chat_template: Optional[str] = None, chat_template_kwargs=None):
         if int(data_parallel_size) > 1:
             # vLLM's LLM class refuses data parallelism inside one process (it may hang); evalkit runs
             # one engine per replica instead (evalkit.backends.make_backend wraps N of these).
             raise ValueError("vllm backend: data_parallel_size > 1 is handled by make_backend / --model-args "
                              "data_parallel_size=N (one engine per replica), not inside one engine")
+        self.chat_template, self.chat_template_kwargs, template_identity = chat_template_options(
+            chat_template, chat_template_kwargs)
         platform = platform_kind()
         on_cpu = platform == "cpu"
         self.spec = model
@@ -118,6 +120,7 @@ class VLLMBackend(TokenizerMixin, Backend):
             "backend": "vllm", "model": model, "source": self.source, "revision": revision,
             "dtype": resolved["dtype"], "max_length": self._max_length,
             "add_bos_token": self.add_bos_token, "quantization": resolved["quantization"], "content": content,
+            **template_identity,
         }
 
     # ---- the engine, started on first use ------------------------------------------------------------
@@ -139,6 +142,23 @@ class VLLMBackend(TokenizerMixin, Backend):
     @property
     def tokenizer(self):
         return self.llm.get_tokenizer()
+
+    @functools.cached_property
+    def _files_tokenizer(self):
+        from transformers import AutoTokenizer
+        a = self.engine_args
+        return AutoTokenizer.from_pretrained(a["model"], revision=a.get("revision"),
+                                             trust_remote_code=bool(a.get("trust_remote_code")))
+
+    def text_tokenizer(self):
+        """The engine's tokenizer when it runs, else the same files read by transformers: rendering a
+        chat template or counting trace tokens on a run answered from the cache never starts the engine."""
+        return self.tokenizer if self.tokenizer_ready else self._files_tokenizer
+
+    def apply_chat_template(self, messages: list[dict]) -> str:
+        return self.text_tokenizer().apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                                         chat_template=self.chat_template,
+                                                         **self.chat_template_kwargs)
 
     @functools.cached_property
     def _SamplingParams(self):

@@ -157,6 +157,8 @@ def register(sub):
                         "sample with --gen-kwargs n=N,temperature=T")
     p.add_argument("--reward-args", default="", metavar="K=V,...",
                    help="reward backend options (see `evalkit reward --help`), e.g. activation=sigmoid")
+    from evalkit.cli.reasoning_args import add_reasoning_args
+    add_reasoning_args(p)
     sinks.add_sink_args(p)
     p.set_defaults(func=run)
 
@@ -173,6 +175,8 @@ def run(args):
     config = build_config(args)
     model_args = parse_model_args(args.model_args)
     validation.check_model_args(prefix, model_args)
+    from evalkit.cli import reasoning_args
+    reasoning_args.apply(args, config, model_args, prefix)  # trace markers -> config; template kwargs -> backend
     if not args.no_output:
         validation.check_output_dir(args.output)
     reward_spec = getattr(args, "reward_model", None)
@@ -216,6 +220,7 @@ def run(args):
     failed = 0
     for out in outs:
         print(format_table(out["run"]))
+        budget_warnings(out["run"])
         if args.no_output:
             continue
         try:
@@ -250,6 +255,17 @@ def write_out(config: RunConfig, task_runs, n: int = 3) -> int:
                 print(f"----- target: {doc.target!r}")
     print(f"\n--write-out: {sum(len(tr.docs) for tr in p.task_runs)} docs planned; stopped before loading the model")
     return 0
+
+
+def budget_warnings(run: dict) -> None:
+    """One line per task whose budget shares exceed 5% (hit max_tokens, unclosed trace, no answer)."""
+    from evalkit.budgets import run_usage
+    for task, t in run["tasks"].items():
+        for w in (t.get("budget") or {}).get("warnings") or []:
+            print(f"evalkit run: warning: {task}: {w}", file=sys.stderr)
+    usage = run_usage(run["tasks"])
+    if usage:
+        print("token usage: " + ", ".join(f"{k} {v}" for k, v in sorted(usage.items())))
 
 
 def _fmt(x, digits=4):
