@@ -99,13 +99,17 @@ def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, N
         raise TypeError(f"evalkit.evaluate: unknown option(s) {', '.join(unknown)}; known: {', '.join(OPTIONS)}")
     config = _config(tasks, limit, options)
     task_runs = load_tasks(config)  # data errors before any model work
+    model_args = dict(options.get("model_args") or {})
+    from evalkit.thinking import pop_options
+    thinking = pop_options(model_args)   # trace markers (think_start=...) are the run's, not the backend's
+    if thinking:
+        config.thinking = {**config.thinking, **thinking}
     output = options.get("output", "results")
     if options.get("cache", True) is False:
         cache = NullCache()
     else:
         cache_dir = options.get("cache_dir")
         cache = ResponseCache(Path(cache_dir) / "responses.sqlite" if cache_dir else None)
-    model_args = dict(options.get("model_args") or {})
     try:
         backend, spec, owned = make_model_backend(model, options.get("tokenizer"), model_args)
     except BaseException:

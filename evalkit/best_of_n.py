@@ -90,3 +90,21 @@ def compute(problems: Sequence[dict], seed: int = 1234, task: str = "") -> dict:
                           seed=derive_seed(seed, task, "rm_auroc"), replicates=500)
     metrics["rm_auroc"] = au.to_dict()
     return {"n_samples": n, "ns": ns, "metrics": metrics, "curves": curves}
+
+
+#: the figures at full N that also go into the task's metrics (compare, gate and the leaderboard see them)
+HEADLINE = ("maj@{n}", "oracle@{n}", "rm_best_of@{n}", "rm_auroc", "pass@1")
+
+
+def attach(entry, rows: list[dict], problems: Sequence[dict], seed: int, task: str, **info) -> dict:
+    """Best-of-N figures of one task into its record entry (``entry.best_of_n`` and the headline
+    metrics) and each problem into its sample row (``row["best_of_n"]``); returns the figures."""
+    for row, p in zip(rows, problems):
+        row["best_of_n"] = p
+    res = compute(problems, seed, task)
+    res.update(info)
+    entry.best_of_n = res
+    for label in (h.format(n=res["n_samples"]) for h in HEADLINE):
+        if label in res["metrics"] and label not in entry.metrics:
+            entry.metrics[label] = res["metrics"][label]
+    return res

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalkit import best_of_n
 from evalkit.records import load_run, new_run, write_run
 from evalkit.run_config import RunConfig
 from evalkit.runner import make_task, score_task
@@ -48,6 +49,10 @@ def merge_runs(paths: list, output_dir) -> Path:
         samples = [Sample.from_dict(row) for row in rows]
         tasks_out[name], samples_out[name] = score_task(make_task(name, config), samples, config,
                                                         [row["doc_index"] for row in rows])
+        if rows and all(isinstance(row.get("best_of_n"), dict) for row in rows):  # a --reward-model run
+            shard_info = recs[0].run.tasks[name].best_of_n or {}
+            best_of_n.attach(tasks_out[name], samples_out[name], [row["best_of_n"] for row in rows], config.seed,
+                             name, **{k: shard_info[k] for k in ("verifier_metric", "reward_prompt") if k in shard_info})
 
     engine, timings = {}, {}
     for r in recs:
@@ -57,5 +62,6 @@ def merge_runs(paths: list, output_dir) -> Path:
             timings[k] = round(max(timings.get(k, 0), v), 3)  # shards run side by side: wall = slowest
     head = recs[0].run
     run = new_run("evaluation", head.model, {**first["config"], "shard": None}, tasks_out, versions=head.versions,
-                  git_sha=head.git_sha, engine=engine, timings=timings, merged_from=[r.run_id for r in recs])
+                  git_sha=head.git_sha, engine=engine, timings=timings, merged_from=[r.run_id for r in recs],
+                  reward_model=recs[0].data.get("reward_model"))
     return write_run(output_dir, run, samples_out)

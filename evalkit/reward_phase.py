@@ -84,20 +84,14 @@ def add_best_of_n(plan, entries: dict, rows: dict, reward_backend, cache, progre
     answers = engine.run([r for *_, reqs in jobs for rs in reqs for r in rs])
     for tr, texts, (correct, votes, metric), reqs in jobs:
         name = tr.task.name
-        problems = []
-        for row, c, v, rs in zip(rows[name], correct, votes, reqs):
-            rewards = [answers[r.key()] for r in rs]
-            row["best_of_n"] = {"correct": c, "votes": v, "rewards": rewards}
-            problems.append({"correct": c, "votes": v, "rewards": rewards})
-        res = best_of_n.compute(problems, plan.config.seed, name)
-        res.update(verifier_metric=metric, reward_prompt=REWARD_PROMPT)
-        entries[name].best_of_n = res
-        n = res["n_samples"]
-        for label in (f"maj@{n}", f"oracle@{n}", f"rm_best_of@{n}", "rm_auroc", "pass@1"):
-            if label in res["metrics"] and label not in entries[name].metrics:
-                entries[name].metrics[label] = res["metrics"][label]
+        problems = [{"correct": c, "votes": v, "rewards": [answers[r.key()] for r in rs]}
+                    for c, v, rs in zip(correct, votes, reqs)]
+        best_of_n.attach(entries[name], rows[name], problems, plan.config.seed, name,
+                         verifier_metric=metric, reward_prompt=REWARD_PROMPT)
     info = ModelInfo(spec=getattr(reward_backend, "record_spec", reward_backend.spec), name=reward_backend.display_name,
                      backend=reward_backend.name, args=dict(getattr(reward_backend, "record_args", {})),
                      identity=reward_backend.identity(),
                      identity_hash=reward_backend.identity_hash()).to_dict()
-    return {**info, "pooling": reward_backend.pooling_info(), "engine": dict(engine.stats)}
+    return {**info, "pooling": reward_backend.pooling_info(), "engine": dict(engine.stats),
+            # conversations longer than the reward model's context, scored on their last tokens
+            "inputs_cut": int(reward_backend.stats.get("reward_inputs_cut", 0))}

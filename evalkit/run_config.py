@@ -44,7 +44,10 @@ class RunConfig:
                 "tags": self.tags, "data_paths": self.data_paths, "task_options": self.task_options,
                 "metrics": list(self.metrics),
                 **({"fewshot_paths": self.fewshot_paths} if self.fewshot_paths else {}),
-                **({"fewshot_as_multiturn": self.fewshot_as_multiturn} if self.fewshot_as_multiturn is not None else {}),
+                # resolved whenever a chat template is on (None means multi-turn), so a record says what ran
+                **({"fewshot_as_multiturn": self.fewshot_as_multiturn is not False} if self.apply_chat_template
+                   else {"fewshot_as_multiturn": self.fewshot_as_multiturn} if self.fewshot_as_multiturn is not None
+                   else {}),
                 **({"thinking": self.thinking} if self.thinking else {})}
 
     @classmethod
@@ -64,5 +67,7 @@ class RunConfig:
                    task_options=options, gen_overrides=dict(cfg.get("gen_overrides") or {}),
                    tags=list(cfg.get("tags") or []), shard=tuple(cfg["shard"]) if cfg.get("shard") else None,
                    metrics=metrics, fewshot_paths=dict(cfg.get("fewshot_paths") or {}),
-                   fewshot_as_multiturn=cfg.get("fewshot_as_multiturn"),
+                   # a chat record without the key predates multi-turn few-shot: its prompts were one turn
+                   fewshot_as_multiturn=cfg.get("fewshot_as_multiturn",
+                                                False if cfg.get("apply_chat_template") else None),
                    thinking=dict(cfg.get("thinking") or {}))

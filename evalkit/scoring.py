@@ -219,7 +219,7 @@ def rescore(cfg: ScoreConfig, output_dir: Optional[str] = "results") -> dict:
                                         f"(the task's few-shot split is not in it); scores are unaffected")
     config = RunConfig(tasks=[cfg.task], limit=cfg.limit, seed=seed, num_fewshot=num_fewshot,
                        apply_chat_template=old_cfg.apply_chat_template, system_prompt=old_cfg.system_prompt,
-                       gen_overrides=old_cfg.gen_overrides,
+                       gen_overrides=old_cfg.gen_overrides, fewshot_as_multiturn=old_cfg.fewshot_as_multiturn,
                        data_paths={cfg.task: data_path or (REFS_PREFIX + json.dumps(references) if references
                                                           else None)},
                        task_options={cfg.task: options}, tags=list(cfg.tags),

@@ -25,6 +25,7 @@ answer is thinking). A closing marker without any opening one is noted, as is an
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
@@ -69,6 +70,14 @@ class ThinkingConfig:
         if self.keep:
             out["keep_thinking"] = True
         return out
+
+
+def pop_options(model_args: dict) -> dict:
+    """Take the trace options (``think_start``...) out of a backend's model args, checked: they
+    belong to the run config's ``thinking`` block, not to any backend's constructor."""
+    opts = {k: model_args.pop(k) for k in OPTION_KEYS if k in model_args}
+    ThinkingConfig.from_options(opts)
+    return opts
 
 
 @dataclass
@@ -124,7 +133,7 @@ def separate(text: str, cfg: ThinkingConfig = ThinkingConfig(), finish_reason: s
                 return _unclosed(text, trace, notes, finish_reason, "markers")
         if not answer.strip():
             notes.append("empty answer after the trace")
-        return Separated(text, trace, answer.strip(), "closed", "markers", notes)
+        return Separated(text, trace, tidy_answer(answer), "closed", "markers", notes)
     if first_open >= 0:
         notes.append(f"{s} never closed")
         return _unclosed(text, text[first_open + len(s):], notes, finish_reason, "markers")
@@ -132,6 +141,17 @@ def separate(text: str, cfg: ThinkingConfig = ThinkingConfig(), finish_reason: s
         notes.append(f"the prompt opened the trace ({s}) and it never closed")
         return _unclosed(text, text, notes, finish_reason, "markers")
     return Separated(text, None, text, "none", None, notes)
+
+
+def tidy_answer(answer: str) -> str:
+    """The answer after a trace without the whitespace that separated it: spaces on the marker's
+    line, or the blank lines after it; an answer that starts on a line of its own keeps that line's
+    indentation (a code completion's function body)."""
+    if re.match(r"[ \t]*\n", answer):
+        answer = re.sub(r"^(?:[ \t]*\n)+", "", answer)
+    else:
+        answer = answer.lstrip(" \t")
+    return answer.rstrip()
 
 
 def _strip_markers(trace: str, cfg: ThinkingConfig) -> str:
@@ -161,7 +181,7 @@ def _from_field(text: str, field_trace: str, cfg: ThinkingConfig, finish_reason:
             return _unclosed(text, field_trace, ["the server returned a trace and no answer field"] if open_ else [],
                              finish_reason, "field")
         return Separated(text, field_trace, "", "closed", "field", ["empty answer after the trace"])
-    return Separated(text, field_trace, text.strip(), "closed", "field", [])
+    return Separated(text, field_trace, tidy_answer(text), "closed", "field", [])
 
 
 def prompt_opens_trace(prompt: Optional[str], cfg: ThinkingConfig) -> Optional[bool]:

@@ -36,7 +36,7 @@ from evalkit.task import Doc
 from evalkit.tasks.mt_bench import MTBench, load_references
 
 from .contestants import BackendPool, Contestant, check_unique, load_answers
-from .reward_judge import make_judge
+from .reward_judge import close_judge, make_judge
 from .mt_bench import PairResult, generate_answers, judge_pairs, select_questions
 from .templates import TemplateSet
 
@@ -258,6 +258,7 @@ def run_arena(contestants: list[Contestant], judge_spec: str, cfg: ArenaConfig, 
         judge_info = judge.describe()
     finally:
         pool.close()
+        close_judge(locals().get("judge"))
     from .reliability import pairwise_figures
     figures = pairwise_figures(results)
     summary = rate(battles, cfg.method, cfg.rounds, cfg.seed, cfg.anchor, cfg.anchor_rating) if battles else None

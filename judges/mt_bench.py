@@ -27,7 +27,7 @@ from evalkit.task import Doc
 from evalkit.tasks.mt_bench import MTBench, load_references, temperature_for
 
 from .contestants import BackendPool, Contestant, check_unique, load_answers
-from .reward_judge import make_judge
+from .reward_judge import close_judge, make_judge
 from .judge import Judge, JudgeCall
 from .mt_bench_record import BATTLES_FILE, TASK, build_record, model_entry  # noqa: F401 (re-exported)
 from .mt_bench_scores import (  # noqa: F401 (re-exported)
@@ -204,5 +204,6 @@ def run_mt_bench(contestants: list[Contestant], judge_spec: str, cfg: MTBenchCon
         return out
     finally:
         pool.close()
+        close_judge(locals().get("judge"))
 
 

@@ -45,6 +45,9 @@ class RewardJudge:
         self.engine = Engine(self.backend, cache, progress=progress)
         self.name = f"reward:{self.backend.display_name}"
 
+    def close(self) -> None:
+        self.backend.close()
+
     def describe(self) -> dict:
         return {"spec": self.spec, "name": self.name, "backend": self.backend.name, "kind": "reward_model",
                 "identity": self.backend.identity(), "identity_hash": self.backend.identity_hash(),
@@ -72,6 +75,12 @@ class RewardJudge:
                 j.outputs = [f"reward {rewards[0]:.6f}"]
             out.append(j)
         return out
+
+
+def close_judge(judge) -> None:
+    """Stop a reward judge's own engine (an LLM judge's backend belongs to the pool, closed with it)."""
+    if isinstance(judge, RewardJudge):
+        judge.close()
 
 
 def make_judge(pool, judge_spec: str, judge_args, cache, seed: int, progress, judge_options: dict | None):

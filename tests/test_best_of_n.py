@@ -151,6 +151,22 @@ def test_best_of_n_gsm8k_killed_and_resumed(tmp_path, tiny_model_dir, rm_dir):
     assert run2["engine"].get("computed", 0) == 0 and run2["reward_model"]["engine"].get("computed", 0) == 0
     assert run2["tasks"]["gsm8k"]["best_of_n"] == bon
 
+    # sharded and merged (answers and rewards from the cache): the same figures and reward model block
+    for i in (0, 1):
+        r = _evalkit(*args, "--shard", f"{i}/2", "--output", str(tmp_path / "shards"), "--cache-dir", str(cache))
+        assert r.returncode == 0, r.stderr
+    shards = sorted(str(p) for p in (tmp_path / "shards").iterdir() if (p / "run.json").exists())
+    r = _evalkit("merge", *shards, "--output", str(tmp_path / "merged"))
+    assert r.returncode == 0, r.stderr
+    merged_dir = _run_dir(tmp_path / "merged")
+    merged = json.loads((merged_dir / "run.json").read_text())
+    mb = merged["tasks"]["gsm8k"]["best_of_n"]
+    assert mb["curves"] == bon["curves"] and mb["metrics"] == bon["metrics"] and mb["verifier_metric"] == bon["verifier_metric"]
+    assert merged["tasks"]["gsm8k"]["metrics"]["rm_best_of@4"] == run["tasks"]["gsm8k"]["metrics"]["rm_best_of@4"]
+    assert merged["reward_model"]["identity_hash"] == rm["identity_hash"]
+    mrows = [json.loads(x) for x in (merged_dir / "samples_gsm8k.jsonl").read_text().splitlines()]
+    assert [x["best_of_n"] for x in mrows] == [x["best_of_n"] for x in rows]
+
 
 def test_verdicts_and_votes_from_the_tasks_own_scoring():
     """Per-completion verdicts come from the task's scoring (GSM8K numeric match, MATH math_verify)."""

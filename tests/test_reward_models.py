@@ -249,3 +249,19 @@ def test_backends_do_not_share_cache_entries(rm_dir):
     pytest.importorskip("vllm")
     a, b = HFRewardBackend(rm_dir), VLLMRewardBackend(rm_dir, dtype="float32")  # no engine starts here
     assert a.identity_hash() != b.identity_hash() and b.identity()["backend"] == "vllm-reward"
+
+
+def test_an_input_over_the_context_keeps_its_end_and_is_counted(rm_dir, hf_rm):
+    """A long completion (a reasoning trace) never fails the run: the start of the conversation is
+    cut, the reward read at the end is that of the kept tokens, and the cut is counted."""
+    from evalkit.backends.reward_hf import HFRewardBackend
+    req = RewardRequest.pair("Question: " + "tell me more " * 40, "The answer is 42.")
+    ids, _ = hf_rm.request_ids(req)
+    short = HFRewardBackend(rm_dir, max_length=len(ids) - 30)
+    short._model = hf_rm._model if hasattr(hf_rm, "_model") else None
+    [cut] = short.reward([req])
+    assert short.stats["reward_inputs_cut"] == 1
+    [want] = hf_rm._rewards([ids[-(len(ids) - 30):]], [None])
+    assert cut == pytest.approx(want, abs=1e-5)
+    with pytest.raises(Exception, match="never cut"):
+        HFRewardBackend(rm_dir, max_length=8, step_tag="<file_sep>").reward([RewardRequest.pair("q", "a\n\nb", steps=True)])

@@ -111,8 +111,13 @@ def test_answer_only_inside_thinking_trace():
     assert Verifier("gsm8k", strip_think=True).verify("18", trace).reward == 0.0
     assert Verifier("gsm8k").verify("18", trace).reward == 1.0  # unstripped the trace's answer counts
     assert Verifier("gsm8k", strip_think=True).verify("18", "<think>9*2</think>#### 18").reward == 1.0
-    assert strip_think("opened in the prompt #### 3 </think> #### 4") == " #### 4"
-    assert strip_think("answer #### 4 <think> #### 5") == "answer #### 4 "
+    assert strip_think("opened in the prompt #### 3 </think> #### 4") == "#### 4"
+    # a trace that never closes leaves no answer: the evaluation never scores it, the reward is 0
+    assert strip_think("answer #### 4 <think> #### 5") == ""
+    assert Verifier("gsm8k", strip_think=True).verify("4", "answer #### 4 <think> #### 5").reward == 0.0
+    from evalkit.thinking import separate
+    for text in ("<think>a #### 1</think> #### 2", "<think>a</think> X <think>b</think> #### 3", "#### 7"):
+        assert strip_think(text) == separate(text).answer     # one splitter for reward and metric
     m = Verifier("math", strip_think=True)
     assert m.verify("18", "<think>\\boxed{18}</think> no idea").reward == 0.0
     assert m.verify("18", "<think>hmm</think> so \\boxed{18}").reward == 1.0

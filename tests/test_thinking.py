@@ -171,3 +171,13 @@ def test_evalkit_score_strips_traces_from_saved_outputs(tmp_path, capsys):
     assert rec["tasks"]["gsm8k"]["metrics"]["exact_match_strict"]["value"] == 1.0
     row = json.loads((run_json.parent / "samples_gsm8k.jsonl").read_text())
     assert row["extra"]["thinking"]["raw"] == R1 and row["extracted"]["strict"] == "18"
+
+
+def test_a_code_answer_after_the_trace_keeps_its_indentation():
+    """HumanEval-style completions are function bodies: the answer after ``</think>`` keeps the
+    indentation of its first line (only the separating blank lines and spaces go)."""
+    from evalkit.thinking import separate
+    body = "    total = 0\n    for x in xs:\n        total += x\n    return total"
+    assert separate("<think>sum them</think>\n\n" + body + "\n").answer == body
+    assert separate("<think>easy</think> #### 18 ").answer == "#### 18"
+    assert separate(body).answer == body            # no trace: the text untouched

@@ -118,7 +118,8 @@ class DataParallelBackend(Backend):
 
     def _finished(self, method: str, requests: Sequence):
         """Yields (indices, answers) per piece as it finishes (``ray.wait``); a piece whose actor died
-        is retried on the next actor, and the dead one replaced."""
+        is retried on the next actor, and the dead actor replaced once (the pieces queued on it fail
+        too, and find it replaced already)."""
         from ray.exceptions import RayActorError, RayTaskError
 
         requests = list(requests)
@@ -127,13 +128,14 @@ class DataParallelBackend(Backend):
 
         def submit(p: int, k: int, idxs: list[int]) -> None:
             actor_no = (k + attempts.get(p, 0)) % self.size
-            futures[self.actors[actor_no].call.remote(method, [requests[i] for i in idxs])] = (p, k, idxs, actor_no)
+            actor = self.actors[actor_no]
+            futures[actor.call.remote(method, [requests[i] for i in idxs])] = (p, k, idxs, actor_no, actor)
 
         for p, (k, idxs) in enumerate(self._pieces(requests)):
             submit(p, k, idxs)
         while futures:
             (ready,), _ = self._ray.wait(list(futures), num_returns=1)
-            p, k, idxs, actor_no = futures.pop(ready)
+            p, k, idxs, actor_no, actor = futures.pop(ready)
             try:
                 out = self._ray.get(ready)
             except (RayActorError, RayTaskError) as e:
@@ -142,20 +144,17 @@ class DataParallelBackend(Backend):
                 attempts[p] = attempts.get(p, 0) + 1
                 if attempts[p] > self.max_retries:
                     raise RuntimeError(f"shard {k} failed {attempts[p]} times; last error: {e}") from e
-                if not self._alive(actor_no):
+                if self.actors[actor_no] is actor:  # not replaced yet by an earlier piece's failure
                     log.warning("engine actor %d failed (%s); replacing it and retrying its work", actor_no, e)
+                    try:
+                        self._ray.kill(actor)
+                    except Exception:  # noqa: BLE001 -- already gone
+                        pass
                     self.actors[actor_no] = self._new_actor()
                     self.restarts += 1
                 submit(p, k, idxs)
                 continue
             yield idxs, out
-
-    def _alive(self, actor_no: int) -> bool:
-        try:
-            self._ray.get(self.actors[actor_no].info.remote(), timeout=60)
-            return True
-        except Exception:  # noqa: BLE001 -- dead, or not answering: replace it
-            return False
 
     def _run(self, method: str, requests: Sequence) -> list:
         results: list = [None] * len(requests)

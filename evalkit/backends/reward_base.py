@@ -127,8 +127,13 @@ class RewardBackend(Backend):
                 raise RewardInputError(f"{len(steps)} steps but {len(tags)} step tags after tokenization "
                                        f"(the chat template or tokenizer merged the tag {self.step_tag!r})")
         if len(ids) > self.max_length:
-            raise RewardInputError(f"reward input is {len(ids)} tokens, over the reward model's "
-                                   f"{self.max_length}-token context")
+            if req.steps:
+                raise RewardInputError(f"reward input is {len(ids)} tokens, over the reward model's "
+                                       f"{self.max_length}-token context (per-step rewards are never cut)")
+            # the reward is read at the end: keep the response and cut the start of the conversation,
+            # counted (``reward_inputs_cut`` in the run's reward engine stats) rather than failing the run
+            ids = ids[-self.max_length:]
+            self.stats["reward_inputs_cut"] += 1
         return ids, tags
 
     # ---- the one request kind --------------------------------------------------------------------

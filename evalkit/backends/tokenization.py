@@ -92,7 +92,7 @@ def chat_template_options(chat_template=None, chat_template_kwargs=None) -> tupl
         except ValueError as e:
             raise ValueError(f"chat_template_kwargs {kwargs!r}: not JSON ({e})") from None
     if not isinstance(kwargs, dict):
-        raise ValueError(f"chat_template_kwargs: expected a JSON object, e.g. '{{\"enable_thinking\": false}}'")
+        raise ValueError("chat_template_kwargs: expected a JSON object, e.g. '{\"enable_thinking\": false}'")
     text = None
     if chat_template:
         if os.path.isfile(str(chat_template)):

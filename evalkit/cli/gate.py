@@ -208,6 +208,11 @@ def config_from_toml(cfg: dict) -> RunConfig:
 
 def run_model(spec: str, model_args: dict, config: RunConfig, cache, output: str) -> str:
     split_spec(spec)
+    from evalkit.thinking import pop_options
+    model_args = dict(model_args)
+    thinking = pop_options(model_args)   # trace markers are the run's, not the backend's
+    if thinking:
+        config.thinking = {**config.thinking, **thinking}
     backend = make_backend(spec, model_args)
     try:
         out = evaluate(backend, config, cache, output, model_spec=spec, model_args=model_args,

@@ -8,7 +8,7 @@ import logging
 import os
 
 from evalkit.errors import ConfigError
-from evalkit.thinking import OPTION_KEYS, ThinkingConfig
+from evalkit.thinking import pop_options
 
 log = logging.getLogger(__name__)
 
@@ -36,13 +36,12 @@ def apply(args, config, model_args: dict, prefix: str) -> None:
     """Move the trace options out of the backend's model args into ``config.thinking``, put
     ``--chat-template-kwargs`` into the model args and apply ``--reasoning`` to the generation
     overrides. Errors are one line naming the flag."""
-    thinking = {k: model_args.pop(k) for k in OPTION_KEYS if k in model_args}
-    if getattr(args, "keep_thinking", False):
-        thinking["keep_thinking"] = True
     try:
-        ThinkingConfig.from_options(thinking)
+        thinking = pop_options(model_args)
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    if getattr(args, "keep_thinking", False):
+        thinking["keep_thinking"] = True
     config.thinking = thinking
     raw = getattr(args, "chat_template_kwargs", None)
     if raw:
@@ -83,7 +82,7 @@ def model_card_sampling(spec: str, prefix: str) -> dict:
     name = spec.split(":", 1)[1]
     try:
         folder = models.resolve(name, auto_prepare=False)
-    except RuntimeError:
+    except (RuntimeError, ValueError):  # not prepared yet: no model card to read, the run prepares it
         return {}
     path = os.path.join(folder, "generation_config.json")
     try:

@@ -21,6 +21,7 @@ data (``config.data_paths``), or from the sample's ``target`` when the data is n
 """
 from __future__ import annotations
 
+import logging
 import statistics
 from typing import Iterable, Optional
 
@@ -29,6 +30,7 @@ from evalkit.rl.bridge import KIND, SCORING_TASK
 from evalkit.stats import mean_metric
 
 SUCCESS = 0.5
+log = logging.getLogger(__name__)
 
 
 def item_stats(rewards: list[float]) -> dict:
@@ -87,9 +89,15 @@ def attach_group_figures(task_name: str, entry, rows: list[dict], config) -> boo
     does not verify or a run with one response per item."""
     if task_name not in SCORING_TASK or not any(len(r.get("responses") or []) > 1 for r in rows):
         return False
-    rewards, _, source = task_rewards(
-        task_name, rows, data_path=config.data_paths.get(task_name),
-        task_options=config.task_options.get(task_name, {}), chat=bool(config.apply_chat_template), seed=config.seed)
+    try:
+        rewards, _, source = task_rewards(
+            task_name, rows, data_path=config.data_paths.get(task_name),
+            task_options=config.task_options.get(task_name, {}), chat=bool(config.apply_chat_template),
+            seed=config.seed)
+    except Exception as e:  # noqa: BLE001 -- figures on top of a finished evaluation never fail it
+        log.warning("GRPO group figures of %s skipped: %s", task_name, e)
+        entry.grpo = {"skipped": f"{type(e).__name__}: {e}"[:300]}
+        return False
     diag = group_diagnostics(rewards)
     if not diag["n_items"]:
         return False

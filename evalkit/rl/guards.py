@@ -10,9 +10,10 @@ degenerate answers it would learn to game earn nothing here (``guards=True``, th
   reference solutions box two parts), MMLU/GPQA "Answer: X" naming more than one letter.
 
 The guards never change a verdict from 0 to 1; ``guards=False`` gives the evaluation metric exactly.
-``strip_think``: text inside ``<think>...</think>`` is removed before scoring; an unclosed ``<think>``
-drops everything after it, and a ``</think>`` without an opening tag (templates that open the
-trace in the prompt) keeps only what follows it. An answer given only inside the trace scores 0.
+``strip_think``: the answer as the evaluation scores it (``evalkit.thinking.separate``, one splitter
+for both): everything up to the last ``</think>`` is the trace (also when the template opened it in
+the prompt), and a trace that never closes leaves no answer at all. An answer given only inside
+the trace scores 0, so the reward a trainer sees is the metric the evaluation reports.
 """
 from __future__ import annotations
 
@@ -28,12 +29,8 @@ _STRICT = {"gsm8k": re.compile(r"#### (\-?[0-9\.\,]+)"), "gsm8k_cot": re.compile
 
 
 def strip_think(text: str, open_tag: str = "<think>", close_tag: str = "</think>") -> str:
-    out = re.sub(re.escape(open_tag) + r".*?" + re.escape(close_tag), "", text, flags=re.S)
-    if close_tag in out:  # the trace was opened by the prompt
-        out = out.rsplit(close_tag, 1)[1]
-    if open_tag in out:  # never closed: everything after it is thinking
-        out = out.split(open_tag, 1)[0]
-    return out
+    from evalkit.thinking import ThinkingConfig, separate
+    return separate(text, ThinkingConfig(start=open_tag, end=close_tag)).answer
 
 
 def boxed_contents(text: str, limit: int = 64) -> list[str]:
