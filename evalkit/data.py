@@ -84,21 +84,28 @@ def _base_suffix(path: Path) -> str:
     return Path(path.stem).suffix if path.suffix == ".gz" else path.suffix
 
 
+def jsonl_records(path: os.PathLike, expected: str = "a JSON object") -> Iterator[Record]:
+    """The objects of a JSONL file (optionally .gz), blank lines skipped; bad bytes, bad JSON or a
+    line that is not an object raise a DataError naming file and line (``expected`` says what)."""
+    path = Path(path)
+    for lineno, line in enumerate(decoded_lines(path), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
+        if not isinstance(obj, dict):
+            raise DataError(f"{path}:{lineno}: expected {expected}, got {type(obj).__name__}")
+        yield Record(obj, Provenance(str(path), lineno))
+
+
 def read_records(path: os.PathLike) -> Iterator[Record]:
     """Read JSONL / JSON / CSV / Parquet (optionally .gz) into provenance-tagged records."""
     path = Path(path)
     suffix = _base_suffix(path).lower()
     if suffix in (".jsonl", ".ndjson"):
-        for lineno, line in enumerate(decoded_lines(path), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
-            if not isinstance(obj, dict):
-                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-            yield Record(obj, Provenance(str(path), lineno))
+        yield from jsonl_records(path)
     elif suffix == ".json":
         try:
             obj = json.loads("".join(decoded_lines(path)))

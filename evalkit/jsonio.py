@@ -21,6 +21,12 @@ def read_json(path: Path):
 
 def read_jsonl(path: Path) -> Iterator[dict]:
     """The objects of a JSONL file; a bad line raises a ValueError naming the file and line."""
+    return (obj for _, obj in numbered_jsonl(path))
+
+
+def numbered_jsonl(path: Path) -> Iterator[tuple[int, object]]:
+    """(line number, value) of every non-blank line of a JSONL file; a bad line raises a ValueError
+    naming the file and line."""
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             try:
@@ -30,7 +36,7 @@ def read_jsonl(path: Path) -> Iterator[dict]:
             if not line.strip():
                 continue
             try:
-                yield json.loads(line)
+                yield lineno, json.loads(line)
             except json.JSONDecodeError as e:
                 cut = " (the file looks truncated)" if not raw.endswith(b"\n") else ""
                 raise ValueError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno}){cut}") from None

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from evalkit.engine import Engine
+from evalkit.jsonio import numbered_jsonl
 from evalkit.requests import RewardRequest
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -51,19 +52,7 @@ def request_of(row, path, lineno: int, steps: bool = False) -> RewardRequest:
 
 def read_rows(path) -> list[tuple[int, dict]]:
     """(line number, object) of every non-blank line; bad JSON names the file and line."""
-    out = []
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError:
-                raise ValueError(f"{path}:{lineno}: not UTF-8 text; is it a binary file?") from None
-            if not line.strip():
-                continue
-            try:
-                out.append((lineno, json.loads(line)))
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
+    out = list(numbered_jsonl(path))
     if not out:
         raise ValueError(f"{path}: no rows")
     return out

@@ -13,11 +13,10 @@ Options (``--task-args``): ``k=1+5+10+100`` (cutoffs), ``gain=linear|exponential
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
-from evalkit.data import DataError, decoded_lines
+from evalkit.data import DataError, jsonl_records
 from evalkit.items import Doc, Sample
 from evalkit.metric import Metric
 from evalkit.retrieval.conventions import Conventions, parse_ks
@@ -106,14 +105,8 @@ def read_known_item(path, limit: Optional[int] = None) -> RetrievalData:
     """XSum-style JSONL ({"document", "summary", "id"}): summary ``s<id>`` -> article ``<id>``."""
     path = Path(path)
     corpus, queries, qrels = {}, {}, {}
-    for lineno, line in enumerate(decoded_lines(path), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(f"{where}: invalid JSON ({e.msg})") from None
+    for r in jsonl_records(path):
+        rec, where = r.data, r.where
         for key in ("document", "summary", "id"):
             if key not in rec:
                 raise DataError(f"{where}: field {key!r} is missing (task xsum_retrieval)")

@@ -16,12 +16,11 @@ same ids the transformers backend scores.
 """
 from __future__ import annotations
 
-import gc
 import logging
 from typing import Optional
 
 from evalkit.backends.reward_base import RewardBackend, RewardInputError
-from evalkit.backends.vllm_engine import offline_cpu_binding, platform_kind
+from evalkit.backends.vllm_engine import offline_cpu_binding, platform_kind, shutdown_engine
 
 log = logging.getLogger(__name__)
 POOLINGS = ("classify", "step", "token")
@@ -115,9 +114,5 @@ class VLLMRewardBackend(RewardBackend):
     def close(self) -> None:
         if self._llm is None:
             return
-        try:
-            self._llm.llm_engine.engine_core.shutdown()
-        except Exception as e:  # already gone
-            log.debug("vllm shutdown: %s", e)
-        self._llm = None
-        gc.collect()
+        llm, self._llm = self._llm, None
+        shutdown_engine(llm)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import gc
 import logging
 import os
 import sys
@@ -39,7 +38,7 @@ from evalkit.backends.base import Backend
 from evalkit.backends.vllm_stream import stream_engine
 from evalkit.backends.tokenization import TokenizerMixin, chat_template_options, truncate_pair
 from evalkit.backends.vllm_engine import (ResolvedMemo, lora_rank, lora_targets, offline_cpu_binding, parse_lora,
-                                         platform_kind)
+                                         platform_kind, shutdown_engine)
 from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
 log = logging.getLogger(__name__)
@@ -212,12 +211,8 @@ class VLLMBackend(TokenizerMixin, Backend):
     def close(self) -> None:
         if not self._owner or self._llm is None:
             return
-        try:
-            self._llm.llm_engine.engine_core.shutdown()
-        except Exception as e:  # already gone
-            log.debug("vllm shutdown: %s", e)
-        self._llm = None
-        gc.collect()
+        llm, self._llm = self._llm, None
+        shutdown_engine(llm)
 
     # ---- tokenization (the hf backend's rules) -----------------------------------------------------
     @property

