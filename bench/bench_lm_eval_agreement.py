@@ -374,5 +374,7 @@ if __name__ == "__main__":
     from results_md import record_run
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--only")
-    only = pre.parse_known_args()[0].only  # each selection keeps its own section of RESULTS.md
-    sys.exit(record_run("lm_eval_agreement" + (f"-{only.replace(',', '-')}" if only else ""), main))
+    pre.add_argument("--mmlu-subjects")
+    known = pre.parse_known_args()[0]  # each selection keeps its own section of RESULTS.md
+    name = "lm_eval_agreement" + (f"-{known.only.replace(',', '-')}" if known.only else "")
+    sys.exit(record_run(name + ("-all-subjects" if known.mmlu_subjects == "all" else ""), main))
