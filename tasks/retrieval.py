@@ -6,6 +6,9 @@
   --run run.trec --qrels qrels.txt``).
 - ``xsum_retrieval``: known-item retrieval on XSum: each summary is a query, its own article the one
   relevant document among all articles (``--data`` the XSum JSONL, e.g. ../shared/data/xsum/test.jsonl).
+- ``mbpp_retrieval``: known-item retrieval on MBPP: each problem's description (``text``) is a query,
+  its own reference solution (``code``, CRLF read as LF) the one relevant document among all solutions
+  of the split (``--data`` mbpp.jsonl or its folder; ``split=test``: task ids 11-510, as ``mbpp``).
 
 Options (``--task-args``): ``k=1+5+10+100`` (cutoffs), ``gain=linear|exponential``,
 ``rel_threshold=1``, ``ties=trec|input``, ``queries=judged|run``, ``ignore_identical_ids=false``,
@@ -132,3 +135,36 @@ class XSumKnownItem(RetrievalTask):
             raise DataError(f"task {self.name}: pass the XSum JSONL with --data FILE (e.g. ../shared/data/xsum/test.jsonl)")
         limit = self.options.get("limit_corpus")
         return read_known_item(self.data_path, int(limit) if limit else None)
+
+
+def read_mbpp_known_item(path, split: str = "test", limit: Optional[int] = None) -> RetrievalData:
+    """MBPP (``text``, ``code``, ``task_id``): description ``q<id>`` -> solution ``<id>``, the split's ids."""
+    from evalkit.tasks.mbpp import split_reader
+    corpus, queries, qrels = {}, {}, {}
+    for rec in split_reader("mbpp.jsonl", "test.jsonl")(Path(path), split):
+        for key in ("text", "code", "task_id"):
+            if key not in rec.data:
+                raise DataError(f"{rec.where}: field {key!r} is missing (task mbpp_retrieval)")
+        doc_id = str(rec.data["task_id"])
+        if doc_id in corpus:
+            raise DataError(f"{rec.where}: task_id {doc_id} appears twice")
+        corpus[doc_id] = str(rec.data["code"]).replace("\r\n", "\n")
+        queries["q" + doc_id], qrels["q" + doc_id] = str(rec.data["text"]), {doc_id: 1}
+        if limit is not None and len(corpus) >= limit:
+            break
+    if not corpus:
+        raise DataError(f"{path}: empty corpus (no MBPP problems in split {split!r})")
+    return RetrievalData(corpus, queries, qrels, f"{path}[{split}]", {})
+
+
+@register_task
+class MBPPKnownItem(RetrievalTask):
+    name = "mbpp_retrieval"
+    description = "Known-item retrieval on MBPP: each description retrieves its own solution among the split's solutions"
+
+    def load_data(self) -> RetrievalData:
+        if not self.data_path:
+            raise DataError(f"task {self.name}: pass MBPP's mbpp.jsonl (or its folder) with --data, "
+                            "e.g. ../shared/data/mbpp/mbpp.jsonl")
+        limit = self.options.get("limit_corpus")
+        return read_mbpp_known_item(self.data_path, str(self.options.get("split", "test")), int(limit) if limit else None)

@@ -12,7 +12,7 @@ from evalkit.kvargs import parse_model_args
 
 def register(sub):
     p = sub.add_parser("retrieve", help="run retrievers (BM25, dense, hybrid) on a retrieval task; record metrics + CIs")
-    p.add_argument("--task", required=True, help="a retrieval task: retrieval (BEIR folder) or xsum_retrieval")
+    p.add_argument("--task", required=True, help="a retrieval task: retrieval (BEIR folder or hub:NAME), xsum_retrieval or mbpp_retrieval")
     p.add_argument("--data", default=None, metavar="PATH", help="the task's local data (BEIR folder, XSum JSONL)")
     p.add_argument("--task-args", default="", metavar="K=V,...",
                    help="k=1+5+10+100, gain=linear|exponential, rel_threshold=1, ties=trec|input, "
