@@ -25,8 +25,11 @@ def register(sub):
     p.add_argument("--fusion", default="rrf", choices=("rrf", "weighted"), help="hybrid fusion (default rrf)")
     p.add_argument("--rrf-k", type=int, default=60, help="RRF constant (default 60)")
     p.add_argument("--dense-weight", type=float, default=0.5, help="weighted fusion: the dense run's weight")
-    p.add_argument("--chunk", default=None, metavar="words:SIZE:OVERLAP",
-                   help="retrieve chunks (e.g. words:200:50); a document scores as its best chunk")
+    p.add_argument("--chunk", default=None, metavar="SPEC",
+                   help="retrieve chunks, a document scoring as its best chunk: words:SIZE[:OVERLAP] (e.g. "
+                        "words:200:50), tokens:SIZE[:OVERLAP[:TOKENIZER]] (the embedder's tokenizer by default; "
+                        "e.g. tokens:128:32) or structure:SIZE[:auto|paragraphs|markdown|code] (pieces merged "
+                        "up to SIZE words, oversized ones split)")
     p.add_argument("--depth", type=int, default=100, help="documents kept per query (default 100)")
     p.add_argument("--limit", type=int, default=None, help="only the first N queries")
     p.add_argument("--batch-size", type=int, default=32, help="texts per embedding batch")

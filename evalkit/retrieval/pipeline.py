@@ -45,7 +45,7 @@ class RetrieveConfig:
     cache_path: Optional[str] = None         # response cache for embed requests (SQLite); None: no cache
     batch_size: int = 32
     threads: Optional[int] = None
-    chunk: Optional[str] = None              # words:SIZE:OVERLAP; documents scored by their best chunk
+    chunk: Optional[str] = None              # words|tokens|structure spec (chunking.py); docs scored by their best chunk
 
     def __post_init__(self):
         bad = [r for r in self.retrievers if r not in RETRIEVERS]
@@ -72,7 +72,7 @@ class _Runs:
         self.owner, self.chunking, self.depth = None, None, cfg.depth
         if cfg.chunk:
             from evalkit.retrieval.chunking import ChunkSpec, chunk_corpus
-            spec = ChunkSpec.parse(cfg.chunk)
+            spec = ChunkSpec.parse(cfg.chunk, default_tokenizer=cfg.embedder)
             self.corpus, self.owner = chunk_corpus(corpus, spec)
             self.chunking = {**spec.to_dict(), "chunks": len(self.corpus)}
             per_doc = max(1, round(len(self.corpus) / max(1, len(corpus))))
