@@ -30,6 +30,12 @@ def register(sub):
                         "words:200:50), tokens:SIZE[:OVERLAP[:TOKENIZER]] (the embedder's tokenizer by default; "
                         "e.g. tokens:128:32) or structure:SIZE[:auto|paragraphs|markdown|code] (pieces merged "
                         "up to SIZE words, oversized ones split)")
+    p.add_argument("--index", default="auto", choices=("auto", "numpy", "flat", "hnsw", "ivf"),
+                   help="dense search: auto (exact numpy below --index-threshold vectors, faiss IndexFlatIP from "
+                        "there), numpy, flat (faiss exact), hnsw or ivf (faiss approximate; recall vs exact recorded)")
+    p.add_argument("--index-threshold", type=int, default=50_000, help="auto: faiss from this many vectors (50000)")
+    p.add_argument("--index-args", default="", metavar="K=V,...",
+                   help="hnsw: m=32,ef_construction=200,ef_search=128; ivf: nlist=(4*sqrt n),nprobe=16,seed=1234")
     p.add_argument("--depth", type=int, default=100, help="documents kept per query (default 100)")
     p.add_argument("--limit", type=int, default=None, help="only the first N queries")
     p.add_argument("--batch-size", type=int, default=32, help="texts per embedding batch")
@@ -61,7 +67,8 @@ def run(args):
                          rrf_k=args.rrf_k, dense_weight=args.dense_weight, depth=args.depth, limit=args.limit,
                          seed=args.seed, name=args.name, tags=args.tag, save_run_dir=args.save_run,
                          cache_path=cache, batch_size=args.batch_size, threads=args.threads,
-                         chunk=args.chunk)
+                         chunk=args.chunk, index=args.index, index_threshold=args.index_threshold,
+                         index_args=parse_model_args(args.index_args, "--index-args"))
     for out in retrieve(cfg, None if args.no_output else args.output):
         print(format_table(out["run"]))
         if "path" in out["run"]:
