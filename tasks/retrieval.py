@@ -2,7 +2,8 @@
 (``evalkit.retrieval.measures``) with their conventions recorded, one sample per query.
 
 - ``retrieval``: a BEIR-format local folder (``--data DIR``: corpus.jsonl, queries.jsonl,
-  qrels/<split>.tsv), or no data at all when scoring a saved run (``evalkit score --task retrieval
+  qrels/<split>.tsv), a BEIR dataset through ``datasets.load_dataset`` (``--data hub:BeIR/scifact``,
+  its ``-qrels`` repo beside it; ``evalkit.retrieval.hub_beir``), or no data at all when scoring a saved run (``evalkit score --task retrieval
   --run run.trec --qrels qrels.txt``).
 - ``xsum_retrieval``: known-item retrieval on XSum: each summary is a query, its own article the one
   relevant document among all articles (``--data`` the XSum JSONL, e.g. ../shared/data/xsum/test.jsonl).
@@ -12,7 +13,8 @@
 
 Options (``--task-args``): ``k=1+5+10+100`` (cutoffs), ``gain=linear|exponential``,
 ``rel_threshold=1``, ``ties=trec|input``, ``queries=judged|run``, ``ignore_identical_ids=false``,
-``split=test``. Language models do not answer these tasks: ``evalkit retrieve`` runs the retrievers.
+``split=test``, ``qrels_repo=``/``revision=`` (hub). Language models do not answer these tasks:
+``evalkit retrieve`` runs the retrievers.
 """
 from __future__ import annotations
 
@@ -40,7 +42,8 @@ class RetrievalTask(Task):
 
     def __init__(self, data_path: Optional[str] = None, **options):
         super().__init__(data_path, **options)
-        known = {"k", "gain", "rel_threshold", "ties", "queries", "ignore_identical_ids", "split", "limit_corpus"}
+        known = {"k", "gain", "rel_threshold", "ties", "queries", "ignore_identical_ids", "split", "limit_corpus",
+                 "qrels_repo", "revision"}
         unknown = sorted(set(options) - known)
         if unknown:
             raise ValueError(f"task {self.name}: unknown option(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
@@ -53,8 +56,14 @@ class RetrievalTask(Task):
     def load_data(self) -> RetrievalData:
         if not self.data_path:
             raise DataError(f"task {self.name}: pass a BEIR folder with --data DIR (corpus.jsonl, queries.jsonl, "
-                            "qrels/test.tsv), or score a saved run with --run and --qrels")
-        return read_beir(self.data_path, str(self.options.get("split", "test")))
+                            "qrels/test.tsv) or a hub dataset with --data hub:BeIR/scifact, or score a saved run "
+                            "with --run and --qrels")
+        split = str(self.options.get("split", "test"))
+        if str(self.data_path).startswith("hub:"):
+            from evalkit.retrieval.hub_beir import load_hub_beir
+            return load_hub_beir(str(self.data_path)[4:], split, self.options.get("qrels_repo"),
+                                 self.options.get("revision"))
+        return read_beir(self.data_path, split)
 
     def data(self) -> RetrievalData:
         if self._data is None:

