@@ -73,6 +73,8 @@ def test_auto_threshold_and_bad_index_args(vectors):
         IndexSpec("hnsw", params={"nprobe": 4})
     with pytest.raises(ValueError, match="expected one of"):
         IndexSpec("annoy")
+    with pytest.raises(ValueError, match="more lists than the 220 vectors"):
+        topk(queries[:2], docs, 5, IndexSpec("ivf", params={"nlist": 1000}))
 
 
 def test_retrieve_with_hnsw_records_its_parameters_and_recall(tmp_path):

@@ -123,6 +123,8 @@ def topk(query_vecs: np.ndarray, doc_vecs: np.ndarray, depth: int, spec: Optiona
     params = {**PARAMS.get(kind, {}), **spec.params}
     if kind == "ivf":
         params["nlist"] = params["nlist"] or max(1, min(n, int(4 * math.sqrt(n))))
+        if params["nlist"] > n:
+            raise ValueError(f"--index-args nlist={params['nlist']}: more lists than the {n} vectors to cluster")
     faiss = _faiss()
     if spec.threads and faiss is not None:
         faiss.omp_set_num_threads(spec.threads)
