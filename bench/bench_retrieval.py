@@ -7,7 +7,11 @@ Corpus: XSum articles and WikiText-2 test cut into overlapping word windows (wor
 so embedding throughput is measured on a sample of real chunks and the dense index at full size is
 built from random unit vectors (exact search costs the same whatever the vectors hold).
 
-    python bench/bench_retrieval.py [--queries 1000] [--embed-sample 256] [--threads 1]
+Dense search at full size: exact numpy vs faiss ``IndexFlatIP`` (same ids), and with ``--approx
+ivf|hnsw`` an approximate faiss index with its recall@depth against exact (random vectors have no
+cluster structure: the hardest case for an approximate index). BLAS and faiss both get ``--threads``.
+
+    python bench/bench_retrieval.py [--queries 1000] [--embed-sample 256] [--threads 1] [--approx ivf]
 """
 from __future__ import annotations
 
@@ -41,11 +45,13 @@ def main() -> int:
     ap.add_argument("--embed-sample", type=int, default=256, help="real chunks embedded to measure chunks/s")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--depth", type=int, default=100)
+    ap.add_argument("--approx", choices=("none", "ivf", "hnsw"), default="none",
+                    help="also time an approximate faiss index (default: none)")
     args = ap.parse_args()
     from evalkit.retrieval.bm25 import bm25_run
     from evalkit.retrieval.chunking import docs_from_chunks
     from evalkit.retrieval.conventions import Conventions
-    from evalkit.retrieval.dense import HFEmbedder, search
+    from evalkit.retrieval.dense import HFEmbedder
     from evalkit.retrieval.embed_models import resolve_embedder
     from evalkit.retrieval.measures import evaluate
 
@@ -77,10 +83,30 @@ def main() -> int:
     rng = np.random.default_rng(0)
     index = rng.standard_normal((len(ids), qv.shape[1])).astype(np.float32)
     index /= np.linalg.norm(index, axis=1, keepdims=True)
-    t0 = time.time()
-    search(qv, index, ids, [f"q{i}" for i in range(len(qv))], args.depth, use_faiss=False)
-    t_s = time.time() - t0
-    print(f"exact search (numpy, {len(ids):,} x {qv.shape[1]}): {len(qv) / t_s:,.0f} queries/s")
+    from threadpoolctl import threadpool_limits
+    from evalkit.retrieval.vector_index import IndexSpec, topk
+    with threadpool_limits(args.threads):
+        t0 = time.time()
+        _, exact_idx, _ = topk(qv, index, args.depth, IndexSpec("numpy"))
+        t_s = time.time() - t0
+    print(f"exact search (numpy, {len(ids):,} x {qv.shape[1]}, {args.threads} thread): {len(qv) / t_s:,.0f} queries/s")
+    try:
+        import faiss
+    except ImportError:
+        faiss = None
+        print("faiss: not installed (pip install faiss-cpu)")
+    if faiss is not None:
+        specs = [("flat", IndexSpec("flat", threads=args.threads))]
+        if args.approx != "none":
+            specs.append((args.approx, IndexSpec(args.approx, threads=args.threads)))
+        for name, spec in specs:
+            t0 = time.time()
+            _, idx, info = topk(qv, index, args.depth, spec)
+            t_f = time.time() - t0
+            same = float(np.mean([len(set(a) & set(b)) / args.depth for a, b in zip(idx.tolist(), exact_idx.tolist())]))
+            params = {k: v for k, v in info.items() if k in ("m", "ef_construction", "ef_search", "nlist", "nprobe")}
+            print(f"faiss {name} {params or ''}(build + search, {args.threads} thread): {len(qv) / t_f:,.0f} queries/s, "
+                  f"{t_s / t_f:.2f}x numpy; recall@{args.depth} vs exact {same:.4f}")
 
     import pytrec_eval
     t0 = time.time()

@@ -2,14 +2,19 @@
 (``evalkit.retrieval.measures``) with their conventions recorded, one sample per query.
 
 - ``retrieval``: a BEIR-format local folder (``--data DIR``: corpus.jsonl, queries.jsonl,
-  qrels/<split>.tsv), or no data at all when scoring a saved run (``evalkit score --task retrieval
+  qrels/<split>.tsv), a BEIR dataset through ``datasets.load_dataset`` (``--data hub:BeIR/scifact``,
+  its ``-qrels`` repo beside it; ``evalkit.retrieval.hub_beir``), or no data at all when scoring a saved run (``evalkit score --task retrieval
   --run run.trec --qrels qrels.txt``).
 - ``xsum_retrieval``: known-item retrieval on XSum: each summary is a query, its own article the one
   relevant document among all articles (``--data`` the XSum JSONL, e.g. ../shared/data/xsum/test.jsonl).
+- ``mbpp_retrieval``: known-item retrieval on MBPP: each problem's description (``text``) is a query,
+  its own reference solution (``code``, CRLF read as LF) the one relevant document among all solutions
+  of the split (``--data`` mbpp.jsonl or its folder; ``split=test``: task ids 11-510, as ``mbpp``).
 
 Options (``--task-args``): ``k=1+5+10+100`` (cutoffs), ``gain=linear|exponential``,
 ``rel_threshold=1``, ``ties=trec|input``, ``queries=judged|run``, ``ignore_identical_ids=false``,
-``split=test``. Language models do not answer these tasks: ``evalkit retrieve`` runs the retrievers.
+``split=test``, ``qrels_repo=``/``revision=`` (hub). Language models do not answer these tasks:
+``evalkit retrieve`` runs the retrievers.
 """
 from __future__ import annotations
 
@@ -37,7 +42,8 @@ class RetrievalTask(Task):
 
     def __init__(self, data_path: Optional[str] = None, **options):
         super().__init__(data_path, **options)
-        known = {"k", "gain", "rel_threshold", "ties", "queries", "ignore_identical_ids", "split", "limit_corpus"}
+        known = {"k", "gain", "rel_threshold", "ties", "queries", "ignore_identical_ids", "split", "limit_corpus",
+                 "qrels_repo", "revision"}
         unknown = sorted(set(options) - known)
         if unknown:
             raise ValueError(f"task {self.name}: unknown option(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
@@ -50,8 +56,14 @@ class RetrievalTask(Task):
     def load_data(self) -> RetrievalData:
         if not self.data_path:
             raise DataError(f"task {self.name}: pass a BEIR folder with --data DIR (corpus.jsonl, queries.jsonl, "
-                            "qrels/test.tsv), or score a saved run with --run and --qrels")
-        return read_beir(self.data_path, str(self.options.get("split", "test")))
+                            "qrels/test.tsv) or a hub dataset with --data hub:BeIR/scifact, or score a saved run "
+                            "with --run and --qrels")
+        split = str(self.options.get("split", "test"))
+        if str(self.data_path).startswith("hub:"):
+            from evalkit.retrieval.hub_beir import load_hub_beir
+            return load_hub_beir(str(self.data_path)[4:], split, self.options.get("qrels_repo"),
+                                 self.options.get("revision"))
+        return read_beir(self.data_path, split)
 
     def data(self) -> RetrievalData:
         if self._data is None:
@@ -132,3 +144,36 @@ class XSumKnownItem(RetrievalTask):
             raise DataError(f"task {self.name}: pass the XSum JSONL with --data FILE (e.g. ../shared/data/xsum/test.jsonl)")
         limit = self.options.get("limit_corpus")
         return read_known_item(self.data_path, int(limit) if limit else None)
+
+
+def read_mbpp_known_item(path, split: str = "test", limit: Optional[int] = None) -> RetrievalData:
+    """MBPP (``text``, ``code``, ``task_id``): description ``q<id>`` -> solution ``<id>``, the split's ids."""
+    from evalkit.tasks.mbpp import split_reader
+    corpus, queries, qrels = {}, {}, {}
+    for rec in split_reader("mbpp.jsonl", "test.jsonl")(Path(path), split):
+        for key in ("text", "code", "task_id"):
+            if key not in rec.data:
+                raise DataError(f"{rec.where}: field {key!r} is missing (task mbpp_retrieval)")
+        doc_id = str(rec.data["task_id"])
+        if doc_id in corpus:
+            raise DataError(f"{rec.where}: task_id {doc_id} appears twice")
+        corpus[doc_id] = str(rec.data["code"]).replace("\r\n", "\n")
+        queries["q" + doc_id], qrels["q" + doc_id] = str(rec.data["text"]), {doc_id: 1}
+        if limit is not None and len(corpus) >= limit:
+            break
+    if not corpus:
+        raise DataError(f"{path}: empty corpus (no MBPP problems in split {split!r})")
+    return RetrievalData(corpus, queries, qrels, f"{path}[{split}]", {})
+
+
+@register_task
+class MBPPKnownItem(RetrievalTask):
+    name = "mbpp_retrieval"
+    description = "Known-item retrieval on MBPP: each description retrieves its own solution among the split's solutions"
+
+    def load_data(self) -> RetrievalData:
+        if not self.data_path:
+            raise DataError(f"task {self.name}: pass MBPP's mbpp.jsonl (or its folder) with --data, "
+                            "e.g. ../shared/data/mbpp/mbpp.jsonl")
+        limit = self.options.get("limit_corpus")
+        return read_mbpp_known_item(self.data_path, str(self.options.get("split", "test")), int(limit) if limit else None)

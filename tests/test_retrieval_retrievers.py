@@ -178,7 +178,7 @@ def test_chunking_windows_and_doc_level_scores(tmp_path):
     assert chunks == {"x#0": "a b c d", "x#1": "d e", "y#0": "q"} and owner["x#1"] == "x"
     assert docs_from_chunks({"q": {"x#0": 0.2, "x#1": 0.9, "y#0": 0.5}}, owner, 5) == {"q": {"x": 0.9, "y": 0.5}}
     with pytest.raises(ValueError, match="words:SIZE"):
-        ChunkSpec.parse("tokens:4")
+        ChunkSpec.parse("lines:4")
     with pytest.raises(ValueError, match="overlap"):
         ChunkSpec.parse("words:4:4")
     r = evalkit("retrieve", "--task", "xsum_retrieval", "--data", str(shared(XSUM)), "--task-args", "limit_corpus=50",

