@@ -34,7 +34,7 @@ def register(sub):
     p.add_argument("--index", default="auto", choices=("auto", "numpy", "flat", "hnsw", "ivf"),
                    help="dense search: auto (exact numpy below --index-threshold vectors, faiss IndexFlatIP from "
                         "there), numpy, flat (faiss exact), hnsw or ivf (faiss approximate; recall vs exact recorded)")
-    p.add_argument("--index-threshold", type=int, default=50_000, help="auto: faiss from this many vectors (50000)")
+    p.add_argument("--index-threshold", type=int, default=1_000_000, help="auto: faiss from this many vectors (1000000)")
     p.add_argument("--index-args", default="", metavar="K=V,...",
                    help="hnsw: m=32,ef_construction=200,ef_search=128; ivf: nlist=(4*sqrt n),nprobe=16,seed=1234")
     p.add_argument("--depth", type=int, default=100, help="documents kept per query (default 100)")

@@ -46,7 +46,7 @@ class RetrieveConfig:
     batch_size: int = 32
     threads: Optional[int] = None
     index: str = "auto"                      # vector index: auto, numpy, flat, hnsw, ivf (vector_index.py)
-    index_threshold: int = 50_000            # auto: faiss flat from this many vectors
+    index_threshold: int = 1_000_000         # auto: faiss flat from this many vectors
     index_args: dict = field(default_factory=dict)  # hnsw m/ef_construction/ef_search; ivf nlist/nprobe/seed
     chunk: Optional[str] = None              # words|tokens|structure spec (chunking.py); docs scored by their best chunk
 

@@ -2,8 +2,9 @@
 corpora, a faiss index for large ones.
 
 Index kinds (``--index``):
-- ``auto`` (default): numpy below ``threshold`` vectors (50,000), faiss ``IndexFlatIP`` (exact) from
-  there; numpy again when faiss is not installed (recorded).
+- ``auto`` (default): numpy below ``threshold`` vectors (1,000,000), faiss ``IndexFlatIP`` (exact) from
+  there, where numpy's 256-query score blocks would pass 1 GB (at 100k vectors numpy was the
+  faster, bench/RESULTS.md); numpy again when faiss is not installed (recorded).
 - ``numpy``: exact, in blocks of 256 queries.
 - ``flat``: faiss ``IndexFlatIP``, exact.
 - ``hnsw``: faiss ``IndexHNSWFlat`` (inner product), approximate: ``m`` (32), ``ef_construction``
@@ -37,7 +38,7 @@ TIE_MARGIN = 32
 @dataclass(frozen=True)
 class IndexSpec:
     kind: str = "auto"
-    threshold: int = 50_000
+    threshold: int = 1_000_000
     params: dict = field(default_factory=dict)
     threads: Optional[int] = None
 
