@@ -182,3 +182,33 @@ def test_missing_style_feature_names_file_line_and_field(battles, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert len(read_battle_table(path)) == 50          # without style control the file is fine
+
+
+def test_arena_page_shows_style_controlled_ratings(battles, tmp_path, monkeypatch):
+    """The leaderboard's Arena page (streamlit AppTest) draws the style-controlled ratings and the
+    coefficients of a --style-control record, as recorded."""
+    pytest.importorskip("streamlit")
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    out = tmp_path / "results"
+    path = write_jsonl(tmp_path / "b.jsonl", battles[:1200])
+    assert main(["arena", "rate", str(path), "--style-control", "--rounds", "10", "--output", str(out)]) == 0
+    (rec,) = [p for p in out.iterdir() if (p / "run.json").exists()]
+    sc = json.loads((rec / "run.json").read_text())["tasks"]["arena"]["style_control"]
+    monkeypatch.setenv("EVALKIT_DASHBOARD_RESULTS", str(out))
+    monkeypatch.setenv("EVALKIT_DASHBOARD_BATTLES", "")
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboards" / "app.py"), default_timeout=180).run()
+    at.sidebar.radio(key="view").set_value("Arena")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(h.value == "Style control" for h in at.subheader)
+    frames = {tuple(d.value.columns): d.value for d in at.dataframe}
+    styled = next(v for k, v in frames.items() if "rating" in k and len(v) == 6 and
+                  list(v["rating"]) == [r["rating"] for r in sc["ratings"].values()])
+    assert list(styled["model"]) == list(sc["ratings"])
+    coefs = next(v for k, v in frames.items() if "coef" in k)
+    assert list(coefs["coef"]) == [c["coef"] for c in sc["coefs"].values()]
+    specs = [c.proto.spec for c in at.get("vega_lite_chart")]
+    assert len(specs) == 4 and sum("Style-controlled BT rating" in s for s in specs) == 1   # + ratings, 2 heatmaps
