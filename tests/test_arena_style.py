@@ -167,7 +167,7 @@ def test_cli_style_control_record_and_table(battles, tmp_path, capsys):
 
 
 def test_missing_style_feature_names_file_line_and_field(battles, tmp_path):
-    rows = [b.to_dict() for b in battles[:50]]
+    rows = json.loads(json.dumps([b.to_dict() for b in battles[:50]]))   # a deep copy: the fixture stays
     del rows[31]["conv_metadata"]["bold_count_b"]
     path = tmp_path / "bad.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -212,3 +212,20 @@ def test_arena_page_shows_style_controlled_ratings(battles, tmp_path, monkeypatc
     assert list(coefs["coef"]) == [c["coef"] for c in sc["coefs"].values()]
     specs = [c.proto.spec for c in at.get("vega_lite_chart")]
     assert len(specs) == 4 and sum("Style-controlled BT rating" in s for s in specs) == 1   # + ratings, 2 heatmaps
+
+
+def test_keys_that_appear_late_are_not_dropped(battles, tmp_path):
+    """A style object that gains a key, or a new top-level field, after the reader's first block
+    (arrow infers types from that block) still counts: the exact reader takes over, same numbers
+    as summing every value (FastChat's extract_style_feature)."""
+    rows = json.loads(json.dumps([b.to_dict() for b in battles]))        # a deep copy: the fixture stays
+    rows[-1]["conv_metadata"]["header_count_a"]["h3"] = 7
+    rows[-2]["late_field"] = {"nested": [1, 2]}
+    path = tmp_path / "late.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert path.stat().st_size > 1 << 20                                # the changes sit past the first block
+    table = read_battle_table(path, style=STYLE_CONTROL_ELEMENTS_V1)
+    from evalkit.arena.style_columns import record_ratios
+    want = np.array([record_ratios(r, STYLE_CONTROL_ELEMENTS_V1) for r in rows])
+    np.testing.assert_array_equal(table.style, want)
+    assert want[-1, 1] != np.array(record_ratios(battles[-1].to_dict(), STYLE_CONTROL_ELEMENTS_V1))[1]
