@@ -7,6 +7,8 @@ per battle: JSON Lines and parquet go through pyarrow in blocks, keeping only
 that only the (few) distinct names are ever Python strings; a JSON array is
 decoded element by element into the same arrays.  Memory stays at one block
 plus ~9 bytes per battle.  The table equals ``as_table(load_battles(path))``.
+With ``style=`` (style control) each battle's ``conv_metadata`` style ratios are read too, into
+``table.style`` (``evalkit.arena.style_columns``; 8 more bytes per battle and feature).
 
 Errors are ``BattleFormatError`` naming file, line and field, the same
 messages ``load_battles`` gives: whenever the fast path meets anything it does
