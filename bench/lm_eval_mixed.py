@@ -9,8 +9,10 @@ loaders, same order), so both harnesses answer the same questions with one engin
   default prompt for base models;
 - ``mmlu_local_<subject>``: lm-eval's MMLU default template, 5-shot from the subject's dev split
   (``num_fewshot: 5`` in the YAML, since one ``--num_fewshot`` would apply to every task);
-- ``humaneval_local``: lm-eval's humaneval.yaml written out in full (same prompt, stop sequences,
-  greedy). The one difference: lm-eval scores it with Hugging Face ``evaluate``'s ``code_eval``,
+- ``humaneval_local``: lm-eval's humaneval.yaml written out in full (same prompt, greedy). Two
+  differences: evalkit's humaneval also stops at a closing code fence ("\n```"), which lm-eval's
+  stop list lacks (a completion that closes a fence runs on there: the measured 7/8 identical
+  generations); and lm-eval scores it with Hugging Face ``evaluate``'s ``code_eval``,
   which it downloads from the hub and which is not here offline, so ``pass_at_k`` below runs each
   program (``prompt + completion`` + the tests + ``check(entry_point)``) in a Python subprocess
   with code_eval's 3 s timeout, as code_eval does.
