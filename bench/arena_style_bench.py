@@ -60,7 +60,8 @@ def style_run(work: Path, n: int, rounds: int, peer_rounds: int, generate, child
         same = work / "peer.jsonl"
         _prefix(path, same, n_peer)
         print(f"\nFastChat's recipe holds a dense 2n x (models + 4) design and refits it with scikit-learn per round, "
-              f"time and memory growing with n (minutes per round and ~10 GB at 1M battles), so the side-by-side "
+              f"time and memory growing with n (extrapolated from the figures below: ~100 s per round and ~12 GB at 1M "
+              f"battles), so the side-by-side "
               f"runs on the first {n_peer:,} battles of the same file (both sides):")
         ours = child_rate(same, work / "out-peer", rounds, ("--style-control",))
         (rec,) = [p for p in (work / "out-peer").iterdir() if (p / "run.json").exists()]
