@@ -3,6 +3,7 @@
     python bench/bench_arena_scale.py                 # 1M battles x 120 models x 100 rounds vs the peer
     python bench/bench_arena_scale.py --memory        # peak RSS at 1M and at 10M battles
     python bench/bench_arena_scale.py --quick         # 200k battles, 200 CI rounds (a smoke test)
+    python bench/bench_arena_scale.py --style         # style control: --style-control vs FastChat's recipe
 
 What it does, all from one run and one seeded generator (120 models, popularity-skewed by a Zipf law,
 true strengths N(0, 1) in natural-log units, 10% ties split between "tie" and "tie (bothbad)"):
@@ -19,6 +20,11 @@ true strengths N(0, 1) in natural-log units, 10% ties split between "tie" and "t
    git, commit ``BASE``) and against the peer's fit; the count bootstrap against the battle
    bootstrap on 1,000 rounds (smaller data, so the battle bootstrap finishes);
 5. (``--memory``) rates 1,000,000 and 10,000,000 battles the same way and reports both peak RSS.
+6. (``--style``) battles whose judge also favours longer, bolder answers, with LMArena's full
+   ``conv_metadata``; ``evalkit arena rate --style-control`` (time and peak RSS of its process) against
+   FastChat's style-control recipe (``bench/arena_style_peer.py``: construct_style_matrices +
+   fit_mle_elo, bootstrapped) in its own process, timed on a few rounds; point ratings and coefficients
+   compared.
 """
 from __future__ import annotations
 
@@ -46,8 +52,21 @@ BASE = "69a7d10f866c761bf5ac7f13b0171dc032d57351"   # evalkit before the count b
 
 
 # ---- the generator ---------------------------------------------------------------------------------
-def generate(path: Path, n: int, n_models: int = 120, seed: int = 0, chunk: int = 500_000) -> np.ndarray:
-    """Write ``n`` battles to ``path`` (JSONL); returns the true strengths (natural-log units)."""
+def _meta(ta, tb, ba, bb, hl):
+    """LMArena's conv_metadata: token sums and per-kind markdown counts for each side."""
+    h = lambda x: ", ".join(f'"h{i + 1}": {int(c)}' for i, c in enumerate(x))  # noqa: E731
+    return (f'{{"sum_user_tokens": 40, "sum_assistant_a_tokens": {ta}, "sum_assistant_b_tokens": {tb}, '
+            f'"context_a_tokens": 60, "context_b_tokens": 60, "turns": 1, '
+            f'"header_count_a": {{{h(hl[0:6])}}}, "list_count_a": {{"ordered": {hl[12]}, "unordered": {hl[13]}}}, '
+            f'"bold_count_a": {{"**": {ba}, "__": 0}}, "header_count_b": {{{h(hl[6:12])}}}, '
+            f'"list_count_b": {{"ordered": {hl[14]}, "unordered": {hl[15]}}}, "bold_count_b": {{"**": {bb}, "__": 0}}}}')
+
+
+def generate(path: Path, n: int, n_models: int = 120, seed: int = 0, chunk: int = 500_000,
+             style: bool = False) -> np.ndarray:
+    """Write ``n`` battles to ``path`` (JSONL); returns the true strengths (natural-log units).
+    ``style``: full conv_metadata, and a judge who also likes longer answers with more bold
+    (log-odds +1.0 per unit of the token ratio, +0.05 per bold span of difference)."""
     rng = np.random.default_rng(seed)
     strength = rng.normal(0.0, 1.0, n_models)
     pop = 1.0 / np.arange(1, n_models + 1) ** 0.8
@@ -60,18 +79,26 @@ def generate(path: Path, n: int, n_models: int = 120, seed: int = 0, chunk: int 
             b = rng.choice(n_models, k, p=pop)
             while (clash := np.flatnonzero(a == b)).size:      # an opponent other than a
                 b[clash] = rng.choice(n_models, clash.size, p=pop)
-            p_a = 1.0 / (1.0 + np.exp(strength[b] - strength[a]))
             u, v = rng.random(k), rng.random(k)
-            win = np.where(u < 0.1, np.where(v < 0.5, 2, 3), np.where(v < p_a, 0, 1))
             toks = rng.integers(20, 900, size=(k, 2))
+            # (the style draws only with style=True: the plain bench's battles stay as they were)
+            bold = rng.integers(0, 8, size=(k, 2)) if style else np.zeros((k, 2), dtype=np.int64)
+            marks = rng.integers(0, 3, size=(k, 16)) if style else np.zeros((k, 16), dtype=np.int64)
+            z = strength[a] - strength[b]
+            if style:
+                z = z + (toks[:, 0] - toks[:, 1]) / (toks.sum(axis=1) + 1) + 0.05 * (bold[:, 0] - bold[:, 1])
+            p_a = 1.0 / (1.0 + np.exp(-z))
+            win = np.where(u < 0.1, np.where(v < 0.5, 2, 3), np.where(v < p_a, 0, 1))
             labels = ("model_a", "model_b", "tie", "tie (bothbad)")
             lines = [
                 f'{{"question_id": "{start + i:08x}", "model_a": "{names[x]}", "model_b": "{names[y]}", '
                 f'"winner": "{labels[w]}", "judge": "arena_user_{(start + i) % 997}", "turn": 1, '
                 f'"anony": true, "language": "English", "tstamp": {1.7e9 + start + i:.1f}, '
-                f'"conv_metadata": {{"sum_assistant_a_tokens": {ta}, "sum_assistant_b_tokens": {tb}}}}}\n'
-                for i, (x, y, w, ta, tb) in enumerate(zip(a.tolist(), b.tolist(), win.tolist(),
-                                                           toks[:, 0].tolist(), toks[:, 1].tolist()))]
+                + (f'"conv_metadata": {_meta(ta, tb, ba, bb, hl)}}}\n' if style else
+                   f'"conv_metadata": {{"sum_assistant_a_tokens": {ta}, "sum_assistant_b_tokens": {tb}}}}}\n')
+                for i, (x, y, w, ta, tb, ba, bb, hl) in enumerate(zip(
+                    a.tolist(), b.tolist(), win.tolist(), toks[:, 0].tolist(), toks[:, 1].tolist(),
+                    bold[:, 0].tolist(), bold[:, 1].tolist(), marks.tolist() if style else [None] * k))]
             fh.writelines(lines)
     return strength
 
@@ -125,7 +152,7 @@ def peer_bootstrap(df: pd.DataFrame, rounds: int, seed: int = 0) -> tuple[pd.Dat
 
 
 # ---- helpers -----------------------------------------------------------------------------------------
-def child_rate(path: Path, out: Path, rounds: int) -> dict:
+def child_rate(path: Path, out: Path, rounds: int, extra: tuple[str, ...] = ()) -> dict:
     """``evalkit arena rate`` in a fresh process: wall seconds and peak RSS from that process.
 
     The peak is the child's own ``VmHWM`` (/proc/self/status): on Linux ``getrusage``'s
@@ -134,7 +161,8 @@ def child_rate(path: Path, out: Path, rounds: int) -> dict:
     code = ("import json, resource, sys, time\n"
             "t = time.perf_counter()\n"
             "from evalkit.cli import main\n"
-            f"rc = main(['arena', 'rate', {str(path)!r}, '--output', {str(out)!r}, '--rounds', '{rounds}'])\n"
+            f"rc = main(['arena', 'rate', {str(path)!r}, '--output', {str(out)!r}, '--rounds', '{rounds}', "
+            f"*{list(extra)!r}])\n"
             "wall = time.perf_counter() - t\n"
             "try:\n"
             "    peak = int(open('/proc/self/status').read().split('VmHWM:')[1].split()[0]) / 1024\n"
@@ -241,11 +269,22 @@ def main() -> int:
                     help="only the memory run: peak RSS of `evalkit arena rate` on --battles and on --big battles")
     ap.add_argument("--big", type=int, default=10_000_000, help="battles for the memory run")
     ap.add_argument("--ci-rounds", type=int, default=1000)
+    ap.add_argument("--style", action="store_true",
+                    help="style control: `arena rate --style-control` vs FastChat's style-control recipe")
+    ap.add_argument("--peer-battles", type=int, default=250_000,
+                    help="--style: battles (a prefix of the file) for the side-by-side with FastChat's recipe")
     args = ap.parse_args()
     if args.quick:
         args.battles, args.ci_rounds = 200_000, 200
     work = Path(tempfile.mkdtemp(prefix="arena-scale-"))
     status = 0
+    if args.style:
+        from arena_style_bench import style_run
+        try:
+            return style_run(work, args.battles, args.rounds, args.peer_rounds, generate, child_rate,
+                             min(args.battles, args.peer_battles))
+        finally:
+            subprocess.run(["rm", "-rf", str(work)])
     if args.memory:
         try:
             return memory_run(work, args.battles, args.big, args.rounds)
@@ -318,4 +357,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(record_run("arena-scale", main, variant_flags=("--quick", "--memory")))
+    sys.exit(record_run("arena-scale", main, variant_flags=("--quick", "--memory", "--style")))

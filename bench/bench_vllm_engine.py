@@ -12,8 +12,12 @@ It prints both wall times, their ratio (goal <= 1.1x) and how many generations a
 
     python bench/bench_vllm_engine.py [--mixed] [--limit 40] [--max-tokens 256]
 
-``--mixed`` runs GSM8K, MATH-500, HumanEval and MMLU (3 subjects) in one run (default: GSM8K).
-The lm-eval ratio for GSM8K is bench_gsm8k_vllm.py's (same prompts, same engine settings).
+``--mixed`` runs GSM8K, MATH-500, HumanEval and MMLU (3 subjects) in one run (default: GSM8K)
+and times lm-eval's ``vllm`` model on the same suite too (one ``lm_eval`` process, the same items
+through local task YAMLs, the same engine arguments and cores; ``bench/lm_eval_mixed.py`` says where
+its configs differ), reporting lm-eval / evalkit beside evalkit / bare engine, with identical prompts
+and generations per generation task and each side's scores. The lm-eval ratio for GSM8K alone is
+bench_gsm8k_vllm.py's.
 """
 from __future__ import annotations
 
@@ -115,6 +119,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=2, help="alternating runs of each side (the fastest counts)")
     ap.add_argument("--kv-cache-gib", default="2", help="VLLM_CPU_KVCACHE_SPACE for both (CPU build)")
     ap.add_argument("--model", default=None, help="HF model dir (default: the bundled smollm2-135m)")
+    ap.add_argument("--no-lm-eval", action="store_true", help="--mixed without the lm-eval vllm side")
     ap.add_argument("--bare", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--requests", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -131,7 +136,18 @@ def main() -> int:
            "VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "PYTHONPATH": str(REPO)}
     print(f"suite {a.suite}: {counts['generate']} generation and {counts['loglikelihood']} loglikelihood requests "
           f"(unique), {a.limit} items per task, max_tokens {a.max_tokens}", flush=True)
-    bares, ours = [], []
+    peer = a.suite == "mixed" and not a.no_lm_eval
+    if peer:
+        from lm_eval_mixed import write_mixed
+        (tmp / "lm_tasks").mkdir()
+        lm_tasks = write_mixed(tmp / "lm_tasks", DATA, a.limit)
+        lm_cmd = [sys.executable, str(BENCH / "bench_gsm8k_vllm.py"), "--lm-eval-cli", "--model", "vllm",
+                  "--model_args", f"pretrained={a.model},dtype=float32,max_model_len={a.max_model_len},"
+                  "enforce_eager=True,enable_prefix_caching=True,block_size=32,seed=0",
+                  "--tasks", lm_tasks, "--include_path", str(tmp / "lm_tasks"), "--limit", str(a.limit),
+                  "--batch_size", "auto", "--gen_kwargs", f"max_gen_toks={a.max_tokens}",
+                  "--output_path", str(tmp / "lm"), "--log_samples", "--confirm_run_unsafe_code"]
+    bares, ours, peers = [], [], []
     for rep in range(a.repeats):     # alternated, fastest of each kept: a shared machine's load drifts
         bares.append(timed([sys.executable, __file__, "--bare", "--model", a.model, "--max-model-len",
                             str(a.max_model_len), "--requests", str(tmp / "requests.json"), "--out", str(tmp / "bare.json")],
@@ -142,6 +158,11 @@ def main() -> int:
         ours.append(timed([sys.executable, "-m", "evalkit", *run_args(a), "--output", str(tmp / "ek"),
                            "--cache-dir", str(tmp / "cache")], env, tmp / "ek.log"))
         print(f"  evalkit end to end {ours[-1]:7.1f} s", flush=True)
+        if peer:
+            shutil.rmtree(tmp / "lm", ignore_errors=True)
+            peers.append(timed(lm_cmd, {**env, "HF_DATASETS_OFFLINE": "1", "HF_ALLOW_CODE_EVAL": "1"},
+                               tmp / "lm.log"))
+            print(f"  lm-eval vllm       {peers[-1]:7.1f} s", flush=True)
     t_bare, t_ours = min(bares), min(ours)
 
     from evalkit.cache import ResponseCache
@@ -156,11 +177,26 @@ def main() -> int:
               "bare_s": round(t_bare, 2), "evalkit_s": round(t_ours, 2), "all_bare_s": bares, "all_evalkit_s": ours, "ratio": round(ratio, 3),
               "identical_generations": same, "generations": len(want), "timings": rec.data.get("timings"),
               "load_avg_1m": os.getloadavg()[0], "pass": ratio <= 1.1 and same == len(want)}
+    if peer:
+        from lm_eval_mixed import lm_eval_scores, same_items
+        report.update(lm_eval_s=round(min(peers), 2), all_lm_eval_s=peers,
+                      lm_eval_over_evalkit=round(min(peers) / t_ours, 3),
+                      lm_eval_scores=lm_eval_scores(tmp / "lm"), versus_lm_eval=same_items(tmp / "lm", rec.path),
+                      evalkit_scores={t: {k: m["value"] for k, m in e["metrics"].items()}
+                                      for t, e in rec.data["tasks"].items()})
     out = BENCH / "out"
     out.mkdir(exist_ok=True)
     (out / f"vllm_engine_{a.suite}.json").write_text(json.dumps(report, indent=2))
     print(f"  ratio evalkit / bare engine {ratio:.3f}x (goal <= 1.1x); identical generations {same}/{len(want)}")
     print(f"  evalkit phases: {rec.data.get('timings')}")
+    if peer:
+        print(f"  lm-eval vllm / evalkit {report['lm_eval_over_evalkit']:.3f}x ({min(peers):.1f} s vs {t_ours:.1f} s, "
+              f"same engine arguments and cores, one engine start each)")
+        for task, v in report["versus_lm_eval"].items():
+            print(f"    {task:<10} identical prompts {v['identical_prompts']}/{v['items']}, "
+                  f"generations {v['identical_generations']}/{v['items']}")
+        print(f"  scores evalkit: {report['evalkit_scores']}")
+        print(f"  scores lm-eval: {report['lm_eval_scores']}")
     print("PASS" if report["pass"] else "FAIL")
     return 0 if report["pass"] else 1
 

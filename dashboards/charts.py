@@ -127,22 +127,25 @@ def breakdown_dots(frame: pd.DataFrame, title: str = "") -> alt.LayerChart:
     return svg((bars + dots).properties(height=plot_height(len(groups) * max(1, data["model"].nunique()))))
 
 
-def passk_curves(frame: pd.DataFrame, title: str = "") -> alt.LayerChart:
-    """pass@k against k, one line per model with its 95% CI band (GRPO groups, best-of-N)."""
+def passk_curves(frame: pd.DataFrame, title: str = "", series: str = "model", y_title: str = "pass@k",
+                 x_title: str = "k (samples per item)") -> alt.LayerChart:
+    """pass@k against k, one line per ``series`` value (a model; for best-of-N a method) with its
+    95% CI band (GRPO groups, best-of-N)."""
     data = frame.dropna(subset=["value", "k"]).copy()
     data["ci_low"] = data["ci_low"].fillna(data["value"])
     data["ci_high"] = data["ci_high"].fillna(data["value"])
     ks = sorted(int(k) for k in data["k"].unique())
-    x = alt.X("k:Q", title="k (samples per item)", scale=alt.Scale(type="log", base=2, domain=[ks[0], ks[-1]] if ks else None),
+    x = alt.X("k:Q", title=x_title, scale=alt.Scale(type="log", base=2, domain=[ks[0], ks[-1]] if ks else None),
               axis=alt.Axis(values=ks, format="d"))
-    tooltip = ["model:N", "k:Q", alt.Tooltip("value:Q", format=".4g"), alt.Tooltip("ci_low:Q", format=".4g"),
+    tooltip = [f"{series}:N", *(["model:N"] if series != "model" and "model" in data else []), "k:Q",
+               alt.Tooltip("value:Q", format=".4g"), alt.Tooltip("ci_low:Q", format=".4g"),
                alt.Tooltip("ci_high:Q", format=".4g"), "n:Q"]
     base = alt.Chart(data, title=title)
     colors = alt.Scale(scheme="category10")          # distinct hues: the theme's blues look alike
-    band = base.mark_area(opacity=0.15).encode(x=x, y=alt.Y("ci_low:Q", title="pass@k"), y2="ci_high:Q",
-                                               color=alt.Color("model:N", scale=colors, legend=None))
+    band = base.mark_area(opacity=0.15).encode(x=x, y=alt.Y("ci_low:Q", title=y_title), y2="ci_high:Q",
+                                               color=alt.Color(f"{series}:N", scale=colors, legend=None))
     line = base.mark_line(point=True).encode(x=x, y="value:Q", color=alt.Color(
-        "model:N", scale=colors, legend=alt.Legend(orient="bottom", columns=1, labelLimit=0)), tooltip=tooltip)
+        f"{series}:N", scale=colors, legend=alt.Legend(orient="bottom", columns=1, labelLimit=0)), tooltip=tooltip)
     return svg((band + line).properties(height=260))
 
 

@@ -95,6 +95,8 @@ class ArenaBoard:
     battle_count: pd.DataFrame
     judge: Optional[dict]
     method: str
+    style: Optional[pd.DataFrame] = None        # style-controlled ratings (``--style-control``), same columns
+    style_coefs: Optional[pd.DataFrame] = None  # feature, coef, ci_low, ci_high
 
 
 def _square(m: dict, order: list) -> pd.DataFrame:
@@ -108,10 +110,12 @@ def arena_boards(store) -> list[ArenaBoard]:
         t = rec.tasks.get(ARENA_TASK)
         if not t or not isinstance(t.get("ratings"), dict):
             continue
-        rows = [{"model": m, **r} for m, r in t["ratings"].items()]
-        ratings = pd.DataFrame(rows, columns=["model", "rating", "ci_low", "ci_high", "rank", "n_battles", "wins",
-                                              "losses", "ties"])
-        ratings = ratings.sort_values("rating", ascending=False, kind="stable").reset_index(drop=True)
+        ratings = _ratings_frame(t["ratings"])
+        sc = t.get("style_control") if isinstance(t.get("style_control"), dict) else {}
+        style = _ratings_frame(sc["ratings"]) if isinstance(sc.get("ratings"), dict) else None
+        coefs = (pd.DataFrame([{"feature": f, **c} for f, c in sc["coefs"].items()],
+                              columns=["feature", "coef", "ci_low", "ci_high"])
+                 if isinstance(sc.get("coefs"), dict) else None)
         order = list(ratings["model"])
         extra = t.get("extra") or {}
         cfg = t.get("config") or {}
@@ -120,6 +124,13 @@ def arena_boards(store) -> list[ArenaBoard]:
         judge = extra.get("judge_reliability") if isinstance(extra.get("judge_reliability"), dict) else None
         out.append(ArenaBoard(rec.run_id, title, ratings, _square(extra.get("win_rate_matrix"), order),
                               _square(extra.get("battle_count_matrix"), order), judge,
-                              str(cfg.get("method", "bt"))))
+                              str(cfg.get("method", "bt")), style, coefs))
     return out
+
+
+def _ratings_frame(ratings: dict) -> pd.DataFrame:
+    rows = [{"model": m, **r} for m, r in ratings.items()]
+    frame = pd.DataFrame(rows, columns=["model", "rating", "ci_low", "ci_high", "rank", "n_battles", "wins",
+                                        "losses", "ties"])
+    return frame.sort_values("rating", ascending=False, kind="stable").reset_index(drop=True)
 

@@ -27,6 +27,18 @@ def render(store) -> None:
         "ci_high": st.column_config.NumberColumn("CI high", format="%.1f")})
     st.caption("rank = 1 + the number of models whose CI lower bound is above this model's upper bound "
                "(LMArena's rule), so models with overlapping intervals can share a place.")
+    if b.style is not None:
+        with st.container(key="arena_style"):
+            st.subheader("Style control")
+            st.caption("LMArena's style control: Bradley-Terry with each battle's answer-length, header, list and "
+                       "bold differences as covariates, so the ratings compare models with style held equal.")
+            st.altair_chart(charts.ci_dots(b.style.assign(n=b.style["n_battles"]), "model", "rating",
+                                           title="Style-controlled BT rating (95% bootstrap CI)"),
+                            key="arena_style_chart", width="stretch")
+            st.dataframe(b.style[["model", "rating", "ci_low", "ci_high", "rank", "n_battles"]], hide_index=True,
+                         key="arena_style_table")
+            if b.style_coefs is not None:
+                st.dataframe(b.style_coefs, hide_index=True, key="arena_style_coefs")
     st.altair_chart(charts.heatmap(b.win_rate, "Win rate of row over column (decisive battles)"),
                     key="arena_winrate", width="stretch")
     st.altair_chart(charts.heatmap(b.battle_count, "Battles per pair", ".0f", "blues"), key="arena_counts",

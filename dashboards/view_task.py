@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from evalkit.dashboards import charts, samples as dsamples, tables
+from evalkit.dashboards import charts, samples as dsamples, tables, view_best_of_n
 from evalkit.dashboards.urlstate import choose, metric_key as task_metric_key
 from evalkit.dashboards.view_leaderboard import chosen_metric
 
@@ -53,6 +53,7 @@ def render(store, filters: tables.Filters) -> None:
                    "trace, or had no parseable answer (from the samples)")
     render_breakdowns(store, cells, col, metric)
     render_grpo(store, cells, col)
+    view_best_of_n.render(store, cells, col)
     render_samples(store, sel, metric, hib, meta.set_index("col").loc[col, "family"])
 
 

@@ -60,13 +60,15 @@ def auroc(pairs: Sequence[tuple[float, float]]) -> float:
 
 def compute(problems: Sequence[dict], seed: int = 1234, task: str = "") -> dict:
     """``problems``: ``{"correct": [0/1 per completion], "votes": [answer or None], "rewards": [float]}``.
-    Returns ``{"n_samples", "ns", "metrics": {name: MetricValue dict}, "curves": {figure: [values by N]}}``."""
+    Returns ``{"n_samples", "ns", "metrics": {name: MetricValue dict}, "curves": {figure: [values by N]},
+    "curves_ci": {figure: [[ci_low, ci_high] by N]}}`` (the curves' 95% intervals, for the leaderboard's bands)."""
     if not problems:
-        return {"n_samples": 0, "ns": [], "metrics": {}, "curves": {}}
+        return {"n_samples": 0, "ns": [], "metrics": {}, "curves": {}, "curves_ci": {}}
     n = min(len(p["correct"]) for p in problems)
     ns = ns_up_to(n)
     voting = any(v is not None for p in problems for v in p["votes"])
     metrics, curves = {}, {"pass@1": [], "maj": [], "oracle": [], "rm_best_of": []}
+    bands: dict = {name: [] for name in curves}
     for k in ns:
         per = {
             "pass@1": [sum(p["correct"][:k]) / k for p in problems],
@@ -77,19 +79,23 @@ def compute(problems: Sequence[dict], seed: int = 1234, task: str = "") -> dict:
         for name, values in per.items():
             if values is None:
                 curves[name].append(None)
+                bands[name].append(None)
                 continue
             label = "pass@1" if name == "pass@1" else f"{name}@{k}"
             mv = mean_metric(values)
             curves[name].append(mv.value)
+            d = mv.to_dict()
+            bands[name].append([d["ci_low"], d["ci_high"]])
             if name != "pass@1" or k == n:
                 metrics[label if name != "pass@1" else "pass@1"] = mv.to_dict()
     if not voting:
         curves.pop("maj")
+        bands.pop("maj")
     flat = [[(r, c) for r, c in zip(p["rewards"][:n], p["correct"][:n])] for p in problems]
     au = bootstrap_corpus(flat, lambda items: auroc([x for it in items for x in it]),
                           seed=derive_seed(seed, task, "rm_auroc"), replicates=500)
     metrics["rm_auroc"] = au.to_dict()
-    return {"n_samples": n, "ns": ns, "metrics": metrics, "curves": curves}
+    return {"n_samples": n, "ns": ns, "metrics": metrics, "curves": curves, "curves_ci": bands}
 
 
 #: the figures at full N that also go into the task's metrics (compare, gate and the leaderboard see them)

@@ -206,3 +206,38 @@ def grpo_records(out: Path, items: int = 12) -> Path:
         _cli("score", "--task", "gsm8k", "--data", gsm, "--predictions", pred, "--limit", items, "--name", name,
              "--output", out, "--tag", "grpo")
     return out
+
+
+def best_of_n_problems(policy: str, items: int = 21) -> list[dict]:
+    """Hand-built best-of-N problems (N = 4) with figures known by hand. Item i's sample j is correct
+    when (i + j) % 3 == 0, so every item has a correct sample (oracle@4 = 1), pass@1 = 1/3 and
+    maj@4 = 1/3 (wrong answers all differ; a tie goes to the answer given first). ``good`` rewards
+    rank every correct sample above every wrong one (rm_auroc = 1, rm_best_of@4 = 1); ``bad`` rewards
+    the reverse (rm_auroc = 0, rm_best_of@4 = 0)."""
+    out = []
+    for i in range(items):
+        correct = [1.0 if (i + j) % 3 == 0 else 0.0 for j in range(4)]
+        sign = 1.0 if policy == "good" else -1.0
+        out.append({"correct": correct, "votes": ["42" if c else f"w{i}-{j}" for j, c in enumerate(correct)],
+                    "rewards": [sign * c + 0.01 * j for j, c in enumerate(correct)]})
+    return out
+
+
+def best_of_n_records(out: Path) -> Path:
+    """Two runs with ``--reward-model``-style best-of-N figures on a 21-item GSM8K column (tag ``bon``),
+    computed by ``evalkit.best_of_n`` from ``best_of_n_problems``."""
+    from evalkit import best_of_n
+    from evalkit.records import ModelInfo, TaskEntry, new_run, write_run
+
+    for name, policy in (("bon-policy-good-rm", "good"), ("bon-policy-bad-rm", "bad")):
+        problems = best_of_n_problems(policy)
+        entry = TaskEntry(version="1", n_docs=len(problems), prompt_hash="bon-hand-built", output_type="generate_until",
+                          metrics={"exact_match": {"value": 1 / 3, "stderr": 0.1, "ci_low": 0.15, "ci_high": 0.55,
+                                                   "n": len(problems), "kind": "mean", "higher_is_better": True}})
+        rows = [{"doc_id": str(i), "prompt": f"Question {i}?", "responses": [f"answer {v}" for v in p["votes"]],
+                 "target": "42", "metrics": {"exact_match": p["correct"][0]}} for i, p in enumerate(problems)]
+        best_of_n.attach(entry, rows, problems, seed=1234, task="gsm8k", reward_model="fixture-rm")
+        run = new_run("evaluation", ModelInfo(spec=f"hf:{name}", name=name, backend="hf", identity_hash=name),
+                      {"tags": ["bon"]}, {"gsm8k": entry}, label=name)
+        write_run(out, run, {"gsm8k": rows})
+    return out

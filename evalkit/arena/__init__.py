@@ -27,6 +27,7 @@ from .ratings import (
     predicted_win_rate_matrix,
     rating_table,
     shared_ranks,
+    style_leaderboard,
     summarize_bootstrap,
     win_rate_matrix,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "rating_table",
     "read_battle_table",
     "shared_ranks",
+    "style_leaderboard",
     "summarize_bootstrap",
     "win_rate_matrix",
     "write_battles",

@@ -6,7 +6,9 @@ module gathers their public names where callers have always imported them:
 
 * ``elo``: ``compute_online_elo``, the sequential Elo update (order dependent).
 * ``bt``: ``compute_bt``, the Bradley–Terry maximum-likelihood fit on the Elo scale.
-* ``style``: ``compute_bt_style``, BT with LMArena's "style control" covariates.
+* ``style``: ``compute_bt_style``, BT with LMArena's "style control" covariates (per-battle objects);
+  ``style_board``: ``style_leaderboard``, the same fit at LMArena scale on a ``BattleTable`` read with
+  ``read_battle_table(paths, style=STYLE_CONTROL_ELEMENTS_V1)``, with weighted-bootstrap CIs.
 * ``bootstrap``: ``bootstrap_samples`` / ``bootstrap_ratings`` / ``rating_table``
   (resampling battles, any rating function) and LMArena's ``shared_ranks``.
 * ``resample`` / ``leaderboard``: the count bootstrap (a multinomial draw of the
@@ -31,6 +33,7 @@ from .leaderboard import bt_leaderboard
 from .matrices import battle_count_matrix, predicted_win_rate_matrix, win_rate_matrix
 from .resample import bootstrap_cells
 from .style import STYLE_CONTROL_ELEMENTS_V1, compute_bt_style
+from .style_board import style_leaderboard
 
 __all__ = [
     "STYLE_CONTROL_ELEMENTS_V1",
@@ -45,6 +48,7 @@ __all__ = [
     "predicted_win_rate_matrix",
     "rating_table",
     "shared_ranks",
+    "style_leaderboard",
     "summarize_bootstrap",
     "win_rate_matrix",
 ]

@@ -7,6 +7,8 @@ per battle: JSON Lines and parquet go through pyarrow in blocks, keeping only
 that only the (few) distinct names are ever Python strings; a JSON array is
 decoded element by element into the same arrays.  Memory stays at one block
 plus ~9 bytes per battle.  The table equals ``as_table(load_battles(path))``.
+With ``style=`` (style control) each battle's ``conv_metadata`` style ratios are read too, into
+``table.style`` (``evalkit.arena.style_columns``; 8 more bytes per battle and feature).
 
 Errors are ``BattleFormatError`` naming file, line and field, the same
 messages ``load_battles`` gives: whenever the fast path meets anything it does
@@ -30,6 +32,7 @@ import numpy as np
 from evalkit.provenance import file_sha256 as _digest
 
 from .battles import Battle, BattleFormatError, load_battles
+from .style_columns import BadValue, arrow_ratios, record_ratios
 from .table import WINNER_CODES, BattleTable
 
 __all__ = ["read_battle_table", "sniff_format"]
@@ -55,10 +58,11 @@ def sniff_format(path: str | os.PathLike[str]) -> str:
 class _Builder:
     """Model names -> indices in order of first appearance, and the arrays so far."""
 
-    def __init__(self) -> None:
+    def __init__(self, style: tuple[str, ...] = ()) -> None:
         self.index: dict[str, int] = {}
-        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.parts: list[tuple[np.ndarray, ...]] = []
         self.judges: dict[str, int] = {}
+        self.style = style          # conv_metadata features to read as style ratios (empty: none)
 
     def intern(self, names_a: list, idx_a: np.ndarray, names_b: list, idx_b: np.ndarray):
         """Global indices for a chunk whose columns are dictionary-encoded."""
@@ -78,16 +82,21 @@ class _Builder:
             map_b = np.array([self.index[n] for n in names_b], dtype=np.int64)
         return map_a[idx_a].astype(np.int32), map_b[idx_b].astype(np.int32)
 
-    def add(self, a: np.ndarray, b: np.ndarray, w: np.ndarray) -> None:
-        self.parts.append((a, b, w))
+    def add(self, a: np.ndarray, b: np.ndarray, w: np.ndarray, style: np.ndarray | None = None) -> None:
+        self.parts.append((a, b, w) if style is None else (a, b, w, style))
 
     def count_judge(self, name: str, n: int = 1) -> None:
         self.judges[name] = self.judges.get(name, 0) + n
 
     def table(self, paths: tuple[str, ...], fingerprint: str, digests: dict[str, str]) -> BattleTable:
         cat = (lambda k, t: np.concatenate([p[k] for p in self.parts]) if self.parts else np.zeros(0, t))
+        style = None
+        if self.style:
+            k = len(self.style) // 2
+            style = np.concatenate([p[3] for p in self.parts]) if self.parts else np.zeros((0, k))
         return BattleTable(tuple(self.index), cat(0, np.int32), cat(1, np.int32), cat(2, np.int8),
-                           judges=dict(self.judges), paths=paths, fingerprint=fingerprint, digests=digests)
+                           judges=dict(self.judges), paths=paths, fingerprint=fingerprint, digests=digests,
+                           style=style, style_elements=self.style)
 
 
 # ---- arrow batches (JSON Lines and parquet) -------------------------------------------------------
@@ -125,6 +134,12 @@ def _add_batch(batch, builder: _Builder) -> None:
     bad = [k for k, v in enumerate(wins) if v not in WINNER_CODES]
     if bad:
         raise _Reject(_first(idx_w, bad))
+    style = None
+    if builder.style:
+        try:
+            style = arrow_ratios(batch, builder.style)
+        except BadValue as bad:
+            raise _Reject(bad.args[0]) from None
     a, b = builder.intern(names_a, idx_a, names_b, idx_b)
     same = np.flatnonzero(a == b)
     if len(same):
@@ -143,7 +158,7 @@ def _add_batch(batch, builder: _Builder) -> None:
             builder.count_judge("unknown", nulls)
     else:
         builder.count_judge("unknown", len(codes))
-    builder.add(a, b, codes)
+    builder.add(a, b, codes, style)
 
 
 def _arrow_jsonl(path: Path, builder: _Builder) -> None:
@@ -153,7 +168,9 @@ def _arrow_jsonl(path: Path, builder: _Builder) -> None:
     if not hasattr(pj, "open_json"):
         raise _Reject(None)
     schema = pa.schema([(f, pa.string()) for f in (*_FIELDS, "judge")])
-    opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    # style control: conv_metadata's types are inferred from the first block (a number or an object
+    # per feature); a later block with a new key or another type fails and the exact reader takes over
+    opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer" if builder.style else "ignore")
     try:
         reader = pj.open_json(path, read_options=pj.ReadOptions(block_size=_BLOCK_BYTES), parse_options=opts)
         for batch in reader:
@@ -170,7 +187,7 @@ def _parquet(path: Path, builder: _Builder, chunk_rows: int) -> None:
     for key in _FIELDS:
         if key not in present:
             raise BattleFormatError("missing required field (no such column)", path=path, field=key)
-    cols = [c for c in (*_FIELDS, "judge") if c in present]
+    cols = [c for c in (*_FIELDS, "judge", *(("conv_metadata",) if builder.style else ())) if c in present]
     start = 0
     for batch in pf.iter_batches(batch_size=chunk_rows, columns=cols):
         try:
@@ -182,6 +199,8 @@ def _parquet(path: Path, builder: _Builder, chunk_rows: int) -> None:
                 Battle.from_dict(record)
             except BattleFormatError as err:
                 raise err.located(path, start + row + 1) from None
+            if builder.style and isinstance(bad_field := record_ratios(record, builder.style), str):
+                raise _style_error(path, start + row + 1, None, bad_field) from None
             raise BattleFormatError("unsupported column type", path=path, line=start + row + 1) from None
         start += batch.num_rows
 
@@ -252,18 +271,26 @@ def _array_elements(fh) -> Iterator[Any]:
         raise _Reject(None)
 
 
+def _style_error(path: Path, line: int | None, element: int | None, field: str) -> BattleFormatError:
+    where = "" if line is not None or element is None else f"battle #{element}: "
+    return BattleFormatError(f"{where}style control needs a number (or an object of numbers) here; "
+                             "missing or not a number", path=path, line=line, field=field)
+
+
 def _exact(path: Path, builder: _Builder, chunk_rows: int) -> None:
     index = builder.index
     a: list[int] = []
     b: list[int] = []
     w: list[int] = []
+    st: list[list[float]] = []
 
     def flush():
-        builder.add(np.array(a, dtype=np.int32), np.array(b, dtype=np.int32), np.array(w, dtype=np.int8))
-        a.clear(), b.clear(), w.clear()
+        style = np.array(st, dtype=np.float64).reshape(len(a), -1) if builder.style else None
+        builder.add(np.array(a, dtype=np.int32), np.array(b, dtype=np.int32), np.array(w, dtype=np.int8), style)
+        a.clear(), b.clear(), w.clear(), st.clear()
 
     try:
-        for lineno, rec in _records(path):
+        for element, (lineno, rec) in enumerate(_records(path), start=1):
             try:
                 ma, mb, win = rec["model_a"], rec["model_b"], rec["winner"]
                 judge = rec.get("judge")
@@ -281,6 +308,11 @@ def _exact(path: Path, builder: _Builder, chunk_rows: int) -> None:
                         raise _Reject(None) from None
                     raise err.located(path, lineno) from None
                 raise _Reject(None)
+            if builder.style:
+                ratios = record_ratios(rec, builder.style)
+                if isinstance(ratios, str):
+                    raise _style_error(path, lineno, element, ratios)
+                st.append(ratios)
             a.append(index.setdefault(ma, len(index)))
             b.append(index.setdefault(mb, len(index)))
             w.append(WINNER_CODES[win])
@@ -293,13 +325,16 @@ def _exact(path: Path, builder: _Builder, chunk_rows: int) -> None:
 
 
 def read_battle_table(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-                      chunk_rows: int = 1 << 18) -> BattleTable:
+                      chunk_rows: int = 1 << 18, style: Sequence[str] = ()) -> BattleTable:
     """One ``BattleTable`` from one or more battle files, read in chunks.
 
     ``fingerprint`` is a hash of the files' SHA-256 digests in order; the
-    digests themselves are in ``table.digests``."""
+    digests themselves are in ``table.digests``.  ``style`` (LMArena's
+    ``conv_metadata`` feature names, side A then side B, e.g.
+    ``STYLE_CONTROL_ELEMENTS_V1``) also reads each battle's style ratios into
+    ``table.style`` (n x k float64; see ``evalkit.arena.style_columns``)."""
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    builder, digests = _Builder(), {}
+    builder, digests = _Builder(tuple(style)), {}
     for item in items:
         path = Path(item)
         digests[str(item)] = _digest(path)

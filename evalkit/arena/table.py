@@ -76,11 +76,15 @@ class BattleTable:
     paths: tuple[str, ...] = ()
     fingerprint: str | None = None
     digests: dict[str, str] = field(default_factory=dict)
+    style: np.ndarray | None = None             # n x k style ratios (read_battle_table(..., style=...))
+    style_elements: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.a)
         if not (len(self.b) == n == len(self.winner)):
             raise ValueError("a, b and winner must have one entry per battle")
+        if self.style is not None and len(self.style) != n:
+            raise ValueError("style must have one row per battle")
 
     def __len__(self) -> int:
         return int(len(self.a))

@@ -28,6 +28,12 @@ def register(sub):
     r = asub.add_parser("rate", help="rate imported battles (FastChat/LMArena fields model_a, model_b, winner)")
     r.add_argument("battles", nargs="+", metavar="BATTLES", help="JSONL, JSON or parquet battle file(s)")
     add_rating_args(r)
+    r.add_argument("--style-control", action="store_true",
+                   help="also fit LMArena's style control: BT with each battle's conv_metadata style covariates "
+                        "(answer tokens, headers, lists, bold; side A and B) held equal, with bootstrap CIs for "
+                        "the ratings and the style coefficients (--method bt)")
+    r.add_argument("--style-l2", type=float, default=0.0, metavar="L2",
+                   help="L2 penalty of the style-controlled fit (0: plain MLE; 0.5: FastChat's sklearn default)")
     r.add_argument("--output", default="results", help="results folder")
     r.add_argument("--no-output", action="store_true", help="write no run record")
     r.add_argument("--tag", action="append", default=[], help="tag the run record")
@@ -57,16 +63,21 @@ def add_rating_args(p):
 
 
 def run_rate(args):
-    from evalkit.arena import read_battle_table
+    from evalkit.arena import STYLE_CONTROL_ELEMENTS_V1, read_battle_table
     from evalkit.judges.arena import arena_record, rate, write_arena
 
-    battles = read_battle_table(args.battles)   # columns, chunked: no Python object per battle
+    if args.style_control and args.method != "bt":
+        raise ValueError("--style-control works with --method bt only")
+    style = STYLE_CONTROL_ELEMENTS_V1 if args.style_control else ()
+    battles = read_battle_table(args.battles, style=style)   # columns, chunked: no Python object per battle
     if not len(battles):
         raise ValueError(f"{', '.join(args.battles)}: no battles")
     summary = rate(battles, args.method, args.rounds, args.rating_seed, args.anchor, args.anchor_rating,
-                   progress=True)
+                   progress=True, style_control=args.style_control, style_l2=args.style_l2)
     source = {"battles": ",".join(args.battles), "battles_sha256": dict(battles.digests)}
     config = {"seed": args.rating_seed, "tags": args.tag, "method": args.method, "rounds": args.rounds}
+    if args.style_control:
+        config.update(style_control=True, style_l2=args.style_l2, style_elements=list(style))
     run = arena_record(summary, battles, source, config, [{"name": m} for m in summary["order"]])
     if not args.no_output:
         write_arena(args.output, run, battles)
@@ -123,6 +134,14 @@ def format_ratings(run: dict) -> str:
     if undetermined:
         lines.append(f"{undetermined} model(s) undetermined: they never lost or never won against the rest, "
                      "so the battles give no finite rating")
+    sc = t.get("style_control") or t.get("other", {}).get("style_control")
+    if sc:
+        lines.append("\nstyle-controlled (LMArena style control: ratings with answer length and markdown held equal)")
+        lines += [f"  {str(r['rank'] or '-'):>4}  {m:<{width}}  {_f(r['rating'])}  [{_f(r['ci_low'])}, {_f(r['ci_high'])}]"
+                  for width in [max(len(m) for m in sc["ratings"])] for m, r in sc["ratings"].items()]
+        lines.append("  style coefficients (log-odds per standard deviation of the A-B style difference, 95% CI):")
+        lines += [f"    {f:<24} {_f(c['coef'], 4)}  [{_f(c['ci_low'], 4)}, {_f(c['ci_high'], 4)}]"
+                  for f, c in sc["coefs"].items()]
     for w in ex.get("warnings", []):
         lines.append(f"warning: {w}")
     if "path" in run:
