@@ -158,3 +158,85 @@ def test_reward_cli_through_the_server_cached_and_secret_free(url, tmp_path, hf_
     assert KEY not in r.stdout + r.stderr + r2.stdout + r2.stderr
     bad = _cli(*args[:4], "api_key_env=EVALKIT_NO_SUCH_KEY", *args[5:-1], "--no-cache")
     assert bad.returncode != 0 and "Traceback" not in bad.stderr and "401" in bad.stderr, bad.stderr
+
+
+# ---- per-step rewards: a second server with vLLM's STEP pooler ------------------------------------
+STEP_TAG = "<file_sep>"  # a single token of SmolLM2's tokenizer that ordinary text never contains
+
+
+class StepServer(PoolingServer):
+    step_tag_id = None
+
+    def command(self) -> list[str]:
+        cfg = {"task": "token_classify", "tok_pooling_type": "STEP", "step_tag_id": self.step_tag_id}
+        return super().command() + ["--pooler-config", json.dumps(cfg)]
+
+
+@pytest.fixture(scope="module")
+def step_url(rm_dir, hf, tmp_path_factory):
+    srv = StepServer(rm_dir, tmp_path_factory.mktemp("step_serve") / "server.log")
+    srv.step_tag_id = hf.tokenizer.convert_tokens_to_ids(STEP_TAG)
+    srv.start()
+    yield f"http://127.0.0.1:{srv.port}"
+    srv.kill()
+
+
+STEP_REQS = [RewardRequest.pair("Add 2 and 3.", "2 + 3 = 5.\n\nSo the answer is 5.", steps=True),
+             RewardRequest.pair("What is 6 times 7?", "6 * 7 = 42.\n\nCheck: 42 / 7 = 6.\n\nThe answer is 42.", steps=True),
+             RewardRequest.pair("Say hi.", "Hi!", steps=True)]
+
+
+def test_step_rewards_through_pooling_agree_with_transformers(step_url, rm_dir):
+    from evalkit.backends.reward_base import RewardInputError
+    from evalkit.backends.reward_hf import HFRewardBackend
+    want = HFRewardBackend(rm_dir, step_tag=STEP_TAG).reward(STEP_REQS)
+    assert [len(w) for w in want] == [2, 3, 1]
+    for kw in ({}, {"tokenizer": "server"}, {"batch_size": 1}):
+        b = served(step_url, api="pooling", pooling="step", step_tag=STEP_TAG, **kw)
+        got = b.reward(STEP_REQS[::-1])[::-1]
+        assert [len(g) for g in got] == [2, 3, 1], kw
+        assert max(abs(x - y) for g, w in zip(got, want) for x, y in zip(g, w)) < 1e-4, kw
+    assert b.pooling_info()["pooling"].startswith("STEP") and b.pooling_info()["route"] == "/pooling"
+    with pytest.raises(RewardInputError, match="occurs in the user message"):
+        b.reward([RewardRequest.pair(f"a {STEP_TAG} in the prompt", "x\n\ny", steps=True)])
+    with pytest.raises(RewardInputError, match="pooling=classify"):
+        b.reward([RewardRequest.pair("q", "a")])
+
+
+def test_best_of_n_with_step_rewards_end_to_end(step_url, tiny_model_dir, shared_data, tmp_path, rm_dir):
+    """GSM8K, 2 questions x 3 samples from the bundled model, per-step rewards from the STEP server:
+    step_agg=min (the default), then step_agg=last answered from the cache (the cache holds the
+    step rewards, not their aggregate)."""
+    from evalkit.backends.reward_hf import HFRewardBackend
+    from evalkit.tasks.gsm8k import GSM8K
+    common = ["run", "--model", f"hf:{tiny_model_dir}", "--tasks", "gsm8k", "--limit", "2", "--num-fewshot", "1",
+              "--data", f"gsm8k={shared_data / 'gsm8k'}", "--gen-kwargs", "n=3,temperature=0.8,max_tokens=24",
+              "--reward-model", f"vllm-server:{step_url}", "--cache-dir", str(tmp_path / "cache")]
+    rargs = f"api=pooling,pooling=step,step_tag={STEP_TAG},api_key_env={KEY_ENV}"
+    runs = {}
+    for agg in ("min", "last"):
+        r = _cli(*common, "--reward-args", rargs + ("" if agg == "min" else f",step_agg={agg}"),
+                 "--output", str(tmp_path / agg))
+        assert r.returncode == 0, r.stderr
+        path = next((tmp_path / agg).glob("*/run.json"))
+        rows = [json.loads(x) for x in (path.parent / "samples_gsm8k.jsonl").read_text().splitlines()]
+        runs[agg] = (json.loads(path.read_text()), rows)
+    rec, rows = runs["min"]
+    rm = rec["reward_model"]
+    assert rm["step_agg"] == "min" and rm["per_step"] and rm["pooling"]["pooling"].startswith("STEP")
+    assert rm["pooling"]["route"] == "/pooling" and rm["pooling"]["step_tag"] == STEP_TAG and KEY not in json.dumps(rec)
+    assert rm["engine"]["computed"] == rm["engine"]["unique"] > 0 and rec["tasks"]["gsm8k"]["best_of_n"]["step_agg"] == "min"
+    for row in rows:
+        bon = row["best_of_n"]
+        assert len(bon["step_rewards"]) == 3 and bon["rewards"] == [min(s) for s in bon["step_rewards"]]
+    doc = GSM8K(data_path=str(shared_data / "gsm8k")).eval_docs()[0]
+    want = HFRewardBackend(rm_dir, step_tag=STEP_TAG).reward(
+        [RewardRequest.pair(doc.query, t, steps=True) for t in rows[0]["responses"]])
+    assert max(abs(x - y) for w, g in zip(want, rows[0]["best_of_n"]["step_rewards"]) for x, y in zip(w, g)) < 1e-4
+    rec2, rows2 = runs["last"]
+    assert rec2["reward_model"]["step_agg"] == "last" and rec2["reward_model"]["engine"].get("computed", 0) == 0
+    assert rec2["reward_model"]["identity_hash"] == rm["identity_hash"]
+    for row in rows2:
+        bon = row["best_of_n"]
+        assert bon["rewards"] == [s[-1] for s in bon["step_rewards"]]
+    assert "rm_best_of@3" in rec2["tasks"]["gsm8k"]["metrics"] and "rm_auroc" in rec2["tasks"]["gsm8k"]["metrics"]
