@@ -212,7 +212,8 @@ def test_best_of_n_with_step_rewards_end_to_end(step_url, tiny_model_dir, shared
     common = ["run", "--model", f"hf:{tiny_model_dir}", "--tasks", "gsm8k", "--limit", "2", "--num-fewshot", "1",
               "--data", f"gsm8k={shared_data / 'gsm8k'}", "--gen-kwargs", "n=3,temperature=0.8,max_tokens=24",
               "--reward-model", f"vllm-server:{step_url}", "--cache-dir", str(tmp_path / "cache")]
-    rargs = f"api=pooling,pooling=step,step_tag={STEP_TAG},api_key_env={KEY_ENV}"
+    # GSM8K solutions are one step per line: step_separator=\n (the default is a blank line)
+    rargs = f"api=pooling,pooling=step,step_tag={STEP_TAG},step_separator=\\n,api_key_env={KEY_ENV}"
     runs = {}
     for agg in ("min", "last"):
         r = _cli(*common, "--reward-args", rargs + ("" if agg == "min" else f",step_agg={agg}"),
@@ -229,8 +230,10 @@ def test_best_of_n_with_step_rewards_end_to_end(step_url, tiny_model_dir, shared
     for row in rows:
         bon = row["best_of_n"]
         assert len(bon["step_rewards"]) == 3 and bon["rewards"] == [min(s) for s in bon["step_rewards"]]
+        assert [len(s) for s in bon["step_rewards"]] == [len([x for x in t.split("\n") if x.strip()]) or 1
+                                                         for t in row["responses"]]
     doc = GSM8K(data_path=str(shared_data / "gsm8k")).eval_docs()[0]
-    want = HFRewardBackend(rm_dir, step_tag=STEP_TAG).reward(
+    want = HFRewardBackend(rm_dir, step_tag=STEP_TAG, step_separator="\n").reward(
         [RewardRequest.pair(doc.query, t, steps=True) for t in rows[0]["responses"]])
     assert max(abs(x - y) for w, g in zip(want, rows[0]["best_of_n"]["step_rewards"]) for x, y in zip(w, g)) < 1e-4
     rec2, rows2 = runs["last"]
