@@ -306,3 +306,29 @@ def test_vllm_loads_a_tiny_random_qwen2_process_reward_model(tmp_path_factory):
             if name in locals().get("views", {}):
                 views[name]._llm = None
         v.close()
+
+
+def test_server_backend_errors_are_clear_without_a_server(tmp_path):
+    """vllm-server: a closed port fails after its retries with a message naming the route and what to
+    do (no traceback); bad options and secrets as options are refused before any call."""
+    import socket
+    from evalkit.backends.reward_catalog import make_reward_backend
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: nothing listens there
+    src = tmp_path / "pairs.jsonl"
+    src.write_text('{"prompt": "q", "response": "a"}\n')
+    r = _cli("reward", "--model", f"vllm-server:http://127.0.0.1:{port}", "--model-args", "max_retries=1,timeout=2",
+             "--input", str(src), "--output", str(tmp_path / "o.jsonl"), "--no-cache")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "/v1/models failed after 2 attempts" in r.stderr and "Is the server running" in r.stderr, r.stderr
+    with pytest.raises(ValueError, match="expected the server's URL"):
+        make_reward_backend("vllm-server:/some/folder")
+    with pytest.raises(ValueError, match="api='embed'"):
+        make_reward_backend(f"vllm-server:http://127.0.0.1:{port}", {"api": "embed"})
+    with pytest.raises(ValueError, match="takes pooling=classify"):
+        make_reward_backend(f"vllm-server:http://127.0.0.1:{port}", {"api": "score", "pooling": "step"})
+    with pytest.raises(ValueError, match="never pass a secret"):
+        make_reward_backend(f"vllm-server:http://127.0.0.1:{port}", {"api_key": "sk-x"})
+    b = make_reward_backend(f"vllm-server:http://user:pw@127.0.0.1:{port}")
+    assert "pw" not in b.record_spec and "pw" not in b.shown_url
