@@ -160,6 +160,26 @@ def test_reward_cli_through_the_server_cached_and_secret_free(url, tmp_path, hf_
     assert bad.returncode != 0 and "Traceback" not in bad.stderr and "401" in bad.stderr, bad.stderr
 
 
+
+def test_mt_bench_judge_through_the_server(url, hf, shared_data, tmp_path, capsys):
+    """``--judge reward:vllm-server:URL``: the turn-1 rating is the reward the reference gives."""
+    from evalkit.cli import main
+    mt = shared_data / "mt_bench"
+    args = ["mt-bench", "--answers", str(mt / "model_answer" / "vicuna-13b-v1.3.jsonl"), "--mode", "single",
+            "--judge", f"reward:vllm-server:{url}", "--judge-args", f"api_key_env={KEY_ENV}", "--data", str(mt),
+            "--questions", "81", "--output", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")]
+    assert main(args) == 0, capsys.readouterr().err
+    run_dir = next((tmp_path / "out").iterdir())
+    judge = json.loads((run_dir / "run.json").read_text())["tasks"]["mt_bench"]["extra"]["judge"]
+    assert judge["kind"] == "reward_model" and judge["pooling"]["route"] == "/classify"
+    q = next(json.loads(x) for x in (mt / "question.jsonl").read_text().splitlines() if json.loads(x)["question_id"] == 81)
+    a = next(json.loads(x) for x in (mt / "model_answer" / "vicuna-13b-v1.3.jsonl").read_text().splitlines()
+             if json.loads(x)["question_id"] == 81)["choices"][0]["turns"][0]
+    [want] = hf.reward([RewardRequest(messages=(("user", q["turns"][0]), ("assistant", a)))])
+    rows = [json.loads(x) for x in (run_dir / "samples_mt_bench.jsonl").read_text().splitlines()]
+    turn1 = next(j for j in rows[0]["extra"]["judgments"] if j["turn"] == 1)
+    assert abs(turn1["value"] - want) < 1e-4
+
 # ---- per-step rewards: a second server with vLLM's STEP pooler ------------------------------------
 STEP_TAG = "<file_sep>"  # a single token of SmolLM2's tokenizer that ordinary text never contains
 

@@ -200,9 +200,9 @@ class VLLMServerRewardBackend(RewardBackend):
                 return [v[0] for v in values]
             out = []
             for i, data in zip(positions, values):
-                ids_tags = self._meta[i]
-                tags = ids_tags[1] if self.path else None
-                n_steps = len(tags) if (self.path and tags is not None) else (None if self.path else ids_tags[1])
+                meta = self._meta[i][1]  # rendered here: the step tags' positions; by the server: the step count
+                tags = meta if self.path else None
+                n_steps = (None if meta is None else len(meta)) if self.path else meta
                 out.append(routes.pooled_reward(data, self.pooling, self.label, tags, n_steps))
             return out
         except (BackendError, routes.ReplyError) as e:
