@@ -52,7 +52,8 @@ def merge_runs(paths: list, output_dir) -> Path:
         if rows and all(isinstance(row.get("best_of_n"), dict) for row in rows):  # a --reward-model run
             shard_info = recs[0].run.tasks[name].best_of_n or {}
             best_of_n.attach(tasks_out[name], samples_out[name], [row["best_of_n"] for row in rows], config.seed,
-                             name, **{k: shard_info[k] for k in ("verifier_metric", "reward_prompt") if k in shard_info})
+                             name, **{k: shard_info[k] for k in ("verifier_metric", "reward_prompt", "step_agg")
+                                      if k in shard_info})
 
     engine, timings = {}, {}
     for r in recs:

@@ -8,6 +8,11 @@ identity and resumable (a run killed in this phase recomputes neither the sample
 it already has). The reward model sees the task's question without few-shot examples
 (``doc.query``) as the user turn and the completion as the assistant turn, rendered with the
 reward model's own chat template.
+
+With a process reward model (``--reward-args pooling=step`` on vLLM, or any ``step_agg=``) each
+completion gets per-step rewards (the completion cut at blank lines) and ``step_agg`` (``min`` by
+default, ``last`` or ``product``; ``evalkit.step_agg``) makes them one score for RM best-of-N and
+the AUROC; the step rewards stay in the samples (``best_of_n.step_rewards``).
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from evalkit import best_of_n
 from evalkit.engine import Engine
 from evalkit.records import ModelInfo
 from evalkit.requests import RewardRequest
+from evalkit.step_agg import DEFAULT_STEP_AGG, aggregate_steps
 
 REWARD_PROMPT = "doc.query (the question without few-shot examples) as the user turn, the completion as the assistant's"
 
@@ -69,6 +75,8 @@ def verdicts(task, docs, texts_per_doc, ctx) -> Optional[tuple[list, list, str]]
 def add_best_of_n(plan, entries: dict, rows: dict, reward_backend, cache, progress=True) -> dict:
     """Adds ``best_of_n`` to each generation task's entry (and its figures at full N to the task's
     metrics) and ``best_of_n`` to each sample row. Returns the record's ``reward_model`` block."""
+    steps = reward_backend.per_step()
+    agg = (reward_backend.step_agg or DEFAULT_STEP_AGG) if steps else None
     jobs = []
     for tr in plan.task_runs:
         if tr.task.output_type != "generate":
@@ -78,7 +86,7 @@ def add_best_of_n(plan, entries: dict, rows: dict, reward_backend, cache, progre
         if v is None:
             entries[tr.task.name].best_of_n = {"skipped": f"evalkit has no verifier for task {tr.task.name}"}
             continue
-        reqs = [[RewardRequest.pair(d.query, t) for t in ts] for d, ts in zip(tr.docs, texts)]
+        reqs = [[RewardRequest.pair(d.query, t, steps=steps) for t in ts] for d, ts in zip(tr.docs, texts)]
         jobs.append((tr, texts, v, reqs))
     engine = Engine(reward_backend, cache, progress=progress)
     answers = engine.run([r for *_, reqs in jobs for rs in reqs for r in rs])
@@ -86,12 +94,18 @@ def add_best_of_n(plan, entries: dict, rows: dict, reward_backend, cache, progre
         name = tr.task.name
         problems = [{"correct": c, "votes": v, "rewards": [answers[r.key()] for r in rs]}
                     for c, v, rs in zip(correct, votes, reqs)]
+        if steps:  # one score per completion from its step rewards; the step rewards stay in the samples
+            for p in problems:
+                p["step_rewards"] = p["rewards"]
+                p["rewards"] = [aggregate_steps(x, agg) for x in p["step_rewards"]]
         best_of_n.attach(entries[name], rows[name], problems, plan.config.seed, name,
-                         verifier_metric=metric, reward_prompt=REWARD_PROMPT)
+                         verifier_metric=metric, reward_prompt=REWARD_PROMPT, step_agg=agg)
     info = ModelInfo(spec=getattr(reward_backend, "record_spec", reward_backend.spec), name=reward_backend.display_name,
                      backend=reward_backend.name, args=dict(getattr(reward_backend, "record_args", {})),
                      identity=reward_backend.identity(),
                      identity_hash=reward_backend.identity_hash()).to_dict()
     return {**info, "pooling": reward_backend.pooling_info(), "engine": dict(engine.stats),
+            # per-step rewards (a process reward model) and how they became one score per completion
+            "per_step": steps, "step_agg": agg,
             # conversations longer than the reward model's context, scored on their last tokens
             "inputs_cut": int(reward_backend.stats.get("reward_inputs_cut", 0))}

@@ -1,4 +1,5 @@
-"""A reward model as the judge: ``--judge reward:hf:PATH`` or ``--judge reward:vllm:PATH``.
+"""A reward model as the judge: ``--judge reward:hf:PATH``, ``reward:vllm:PATH`` or
+``reward:vllm-server:URL`` (a running vLLM pooling server).
 
 It stands in for ``Judge`` (same ``run(calls)``, ``describe()``, ``name``): each call's question(s)
 and answer(s) become the conversation the reward model scores (no judge prompt, no text to parse).
@@ -40,8 +41,8 @@ class RewardJudge:
         self.margin = float(args.pop("margin", 0.0))
         if self.margin < 0:
             raise ValueError(f"--judge-args margin={self.margin}: expected a number >= 0")
-        self.spec = spec
         self.backend = make_reward_backend(spec[len(PREFIX):], args, "--judge")
+        self.spec = PREFIX + self.backend.record_spec  # a server URL's userinfo redacted
         self.engine = Engine(self.backend, cache, progress=progress)
         self.name = f"reward:{self.backend.display_name}"
 

@@ -36,8 +36,9 @@ def release() -> None:
         b.close()
 
 
-def tiny_qwen2_rm(out) -> str:
-    """A tiny RANDOM ``Qwen2ForRewardModel`` (2 layers, hidden 128, head_dim 64 as vLLM's CPU
+def tiny_qwen2_rm(out, arch: str = "Qwen2ForRewardModel") -> str:
+    """A tiny RANDOM ``Qwen2ForRewardModel`` (one label) or ``Qwen2ForProcessRewardModel`` (two
+    labels, vLLM's STEP pooler by default) (2 layers, hidden 128, head_dim 64 as vLLM's CPU
     attention needs, SmolLM2's tokenizer) for loader coverage: vLLM's architecture with its two-layer
     score head (``score.0``, ReLU, ``score.2``). Random weights, seeded: only for checking the loader and the numerics against a plain
     transformers ``Qwen2Model`` + the same head (``tiny_qwen2_reference``), never for scores."""
@@ -50,9 +51,10 @@ def tiny_qwen2_rm(out) -> str:
     from transformers import AutoTokenizer, Qwen2Config, Qwen2Model
     from evalkit import models
     tok = AutoTokenizer.from_pretrained(models.prepare("smollm2-135m"))
+    labels = 2 if arch == "Qwen2ForProcessRewardModel" else 1
     cfg = Qwen2Config(vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
                       num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=1024,
-                      tie_word_embeddings=False, architectures=["Qwen2ForRewardModel"], num_labels=1,
+                      tie_word_embeddings=False, architectures=[arch], num_labels=labels,
                       bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, torch_dtype="float32")
     torch.manual_seed(17)
     body = Qwen2Model(cfg)
@@ -60,8 +62,8 @@ def tiny_qwen2_rm(out) -> str:
     g = torch.Generator().manual_seed(18)
     sd["score.0.weight"] = torch.randn(128, 128, generator=g) * 0.2
     sd["score.0.bias"] = torch.randn(128, generator=g) * 0.1
-    sd["score.2.weight"] = torch.randn(1, 128, generator=g) * 0.2
-    sd["score.2.bias"] = torch.randn(1, generator=g) * 0.1
+    sd["score.2.weight"] = torch.randn(labels, 128, generator=g) * 0.2
+    sd["score.2.bias"] = torch.randn(labels, generator=g) * 0.1
     out.mkdir(parents=True, exist_ok=True)
     cfg.save_pretrained(out)
     tok.save_pretrained(out)
@@ -69,8 +71,10 @@ def tiny_qwen2_rm(out) -> str:
     return str(out)
 
 
-def tiny_qwen2_reference(path: str, ids_list):
-    """Per-token rewards of the tiny Qwen2 reward model from transformers' ``Qwen2Model`` + the head."""
+def tiny_qwen2_reference(path: str, ids_list, all_labels: bool = False):
+    """Per-token rewards of the tiny Qwen2 (process) reward model from transformers' ``Qwen2Model`` +
+    the head vLLM defines (``score.0``, ReLU, ``score.2``; ``qwen2_rm.py``): label 0 per token, or
+    with ``all_labels`` a (tokens, labels) matrix."""
     import torch
     from safetensors.torch import load_file
     from transformers import Qwen2Config, Qwen2Model
@@ -83,5 +87,6 @@ def tiny_qwen2_reference(path: str, ids_list):
         for ids in ids_list:
             h = body(input_ids=torch.tensor([ids])).last_hidden_state[0]
             z = torch.relu(h @ sd["score.0.weight"].T + sd["score.0.bias"])
-            out.append((z @ sd["score.2.weight"].T + sd["score.2.bias"])[:, 0])
+            logits = z @ sd["score.2.weight"].T + sd["score.2.bias"]
+            out.append(logits if all_labels else logits[:, 0])
     return out

@@ -57,6 +57,25 @@ def test_auroc_matches_scikit_learn_and_bootstrap_is_seeded():
     assert best_of_n.compute(one_class)["metrics"]["rm_auroc"]["value"] is None
 
 
+def test_step_aggregations_on_hand_checked_values():
+    """min / last / product of per-step rewards, and how each changes which completion best-of-N picks."""
+    from evalkit.step_agg import aggregate_steps, check_step_agg
+    steps = [[0.9, 0.2, 0.8], [0.6, 0.7], [0.5]]
+    want = {"min": [0.2, 0.6, 0.5], "last": [0.8, 0.7, 0.5], "product": [0.144, 0.42, 0.5]}
+    correct = [1, 0, 0]
+    picked = {"min": 0.0, "last": 1.0, "product": 0.0}  # min picks #2 (0.6), last #1 (0.8), product #3 (0.5)
+    for how, values in want.items():
+        got = [aggregate_steps(x, how) for x in steps]
+        assert got == pytest.approx(values, abs=1e-12)
+        res = best_of_n.compute([{"correct": correct, "votes": [None] * 3, "rewards": got}])
+        assert res["metrics"]["rm_best_of@3"]["value"] == picked[how]
+    assert check_step_agg(None, "none") is None and check_step_agg("min", "none") == "min"
+    with pytest.raises(ValueError, match="activation=sigmoid"):
+        check_step_agg("product", "none")
+    with pytest.raises(ValueError, match="expected one of min, last, product"):
+        check_step_agg("mean", "sigmoid")
+
+
 def test_votes():
     assert vote_of("number", {"strict": "[invalid]", "flexible": "1,072.00"}) == "1072"
     assert vote_of("number", {"strict": "$5", "flexible": "9"}) == "5"

@@ -265,3 +265,70 @@ def test_an_input_over_the_context_keeps_its_end_and_is_counted(rm_dir, hf_rm):
     assert cut == pytest.approx(want, abs=1e-5)
     with pytest.raises(Exception, match="never cut"):
         HFRewardBackend(rm_dir, max_length=8, step_tag="<file_sep>").reward([RewardRequest.pair("q", "a\n\nb", steps=True)])
+
+
+def test_vllm_loads_a_tiny_random_qwen2_process_reward_model(tmp_path_factory):
+    """Qwen2ForProcessRewardModel (two labels, STEP pooling at the step tag) through the offline
+    backend, against an independent reference: transformers' Qwen2Model with the same weights and
+    the head as vLLM's qwen2_rm.py defines it, read at the step-tag positions. Raw logits of either
+    label, and with activation=sigmoid vLLM's own activation (softmax over the two labels: the
+    probability that a step is good, as Qwen2.5-Math-PRM is read). Random weights: numerics only."""
+    pytest.importorskip("vllm")
+    import os
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    import torch
+    from evalkit.backends.reward_vllm import VLLMRewardBackend
+    from tests._reward_session import tiny_qwen2_reference, tiny_qwen2_rm
+    path = tiny_qwen2_rm(tmp_path_factory.mktemp("qwen2prm") / "tiny-qwen2-prm", "Qwen2ForProcessRewardModel")
+    reqs = [RewardRequest.pair("Add 2 and 3.", "2 + 3 = 5.\n\nSo the answer is 5.", steps=True),
+            RewardRequest.pair("What is 6 times 7?", "6 * 7 = 42.\n\nCheck: 42 / 7 = 6.\n\nThe answer is 42.",
+                               steps=True)]
+    v = VLLMRewardBackend(path, dtype="float32", pooling="step", step_tag="<file_sep>", max_model_len=1024, label=1)
+    try:
+        inputs = [v.request_ids(r) for r in reqs]
+        ref = tiny_qwen2_reference(path, [ids for ids, _ in inputs], all_labels=True)
+        want = [ref[i][tags] for i, (_, tags) in enumerate(inputs)]  # (steps, 2) logits at the tags
+        views = {"raw1": v}
+        for name, kw in (("raw0", {"label": 0}), ("prob1", {"label": 1, "activation": "sigmoid"})):
+            views[name] = VLLMRewardBackend(path, dtype="float32", pooling="step", step_tag="<file_sep>",
+                                            max_model_len=1024, **kw)
+            views[name]._llm = v.llm  # one engine: label and activation are read per request
+        expect = {"raw1": [w[:, 1] for w in want], "raw0": [w[:, 0] for w in want],
+                  "prob1": [torch.softmax(w, -1)[:, 1] for w in want]}
+        for name, b in views.items():
+            got = b.reward(reqs[::-1])[::-1]
+            assert [len(g) for g in got] == [2, 3], name
+            assert max(abs(x - y.item()) for g, e in zip(got, expect[name]) for x, y in zip(g, e)) < 1e-4, name
+        assert all(0 < x < 1 for g in views["prob1"].reward(reqs) for x in g)
+        assert v.pooling_info()["pooling"].startswith("STEP")
+    finally:
+        for name in ("raw0", "prob1"):
+            if name in locals().get("views", {}):
+                views[name]._llm = None
+        v.close()
+
+
+def test_server_backend_errors_are_clear_without_a_server(tmp_path):
+    """vllm-server: a closed port fails after its retries with a message naming the route and what to
+    do (no traceback); bad options and secrets as options are refused before any call."""
+    import socket
+    from evalkit.backends.reward_catalog import make_reward_backend
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: nothing listens there
+    src = tmp_path / "pairs.jsonl"
+    src.write_text('{"prompt": "q", "response": "a"}\n')
+    r = _cli("reward", "--model", f"vllm-server:http://127.0.0.1:{port}", "--model-args", "max_retries=1,timeout=2",
+             "--input", str(src), "--output", str(tmp_path / "o.jsonl"), "--no-cache")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "/v1/models failed after 2 attempts" in r.stderr and "Is the server running" in r.stderr, r.stderr
+    with pytest.raises(ValueError, match="expected the server's URL"):
+        make_reward_backend("vllm-server:/some/folder")
+    with pytest.raises(ValueError, match="api='embed'"):
+        make_reward_backend(f"vllm-server:http://127.0.0.1:{port}", {"api": "embed"})
+    with pytest.raises(ValueError, match="takes pooling=classify"):
+        make_reward_backend(f"vllm-server:http://127.0.0.1:{port}", {"api": "score", "pooling": "step"})
+    with pytest.raises(ValueError, match="never pass a secret"):
+        make_reward_backend(f"vllm-server:http://127.0.0.1:{port}", {"api_key": "sk-x"})
+    b = make_reward_backend(f"vllm-server:http://user:pw@127.0.0.1:{port}")
+    assert "pw" not in b.record_spec and "pw" not in b.shown_url

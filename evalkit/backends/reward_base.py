@@ -13,6 +13,9 @@ template, and hand the engine identical token ids: their rewards differ only by 
   ``<extra_0>``, Qwen2.5-Math-PRM's) and the reward of a step is the score at its tag. A tag that
   also occurs in the rest of the rendered text would count as a step (vLLM's STEP pooler counts
   every occurrence): such a request is refused with a clear error.
+* ``step_agg`` (``min``, ``last`` or ``product``): how best-of-N turns a completion's step rewards
+  into one score (``evalkit.step_agg``). Not part of the identity: the cache holds
+  the per-step rewards, so every aggregation reuses them.
 """
 from __future__ import annotations
 
@@ -38,14 +41,14 @@ class RewardBackend(Backend):
     api = "?"
 
     def __init__(self, model: str, activation: str = "none", label: int = 0, max_length: Optional[int] = None,
-                 step_tag: str = DEFAULT_STEP_TAG, step_separator: str = "\n\n", trust_remote_code: bool = False):
+                 step_tag: str = DEFAULT_STEP_TAG, step_separator: str = "\n\n", trust_remote_code: bool = False,
+                 step_agg: Optional[str] = None):
         if activation not in ACTIVATIONS:
             raise ValueError(f"reward model activation={activation!r}: expected one of {', '.join(ACTIVATIONS)}")
+        from evalkit.step_agg import check_step_agg
+        self.step_agg = check_step_agg(step_agg, activation)
         self.spec = model
-        self.path = models.resolve(model)
-        if not os.path.isdir(self.path):
-            raise ValueError(f"reward model {model!r}: not a local model folder (hub downloads are not available "
-                             f"here; pass a folder with config.json and the weights)")
+        self.path = self._local_path(model)
         self.activation = activation
         self.label = int(label)
         self.step_tag = step_tag
@@ -56,6 +59,14 @@ class RewardBackend(Backend):
         self._tokenizer = None
         self._identity = None
         self.stats = __import__("collections").Counter()
+
+    @staticmethod
+    def _local_path(model: str) -> str:
+        path = models.resolve(model)
+        if not os.path.isdir(path):
+            raise ValueError(f"reward model {model!r}: not a local model folder (hub downloads are not available "
+                             f"here; pass a folder with config.json and the weights)")
+        return path
 
     # ---- identity --------------------------------------------------------------------------------
     def identity(self) -> dict:
@@ -74,6 +85,10 @@ class RewardBackend(Backend):
         return {"api": self.api, "pooling": "last token (sequence), step tag (per step)",
                 "activation": self.activation, "label": self.label, "step_tag": self.step_tag,
                 "step_separator": self.step_separator}
+
+    def per_step(self) -> bool:
+        """Whether best-of-N asks this model for per-step rewards (``step_agg`` set, or a STEP pooler)."""
+        return self.step_agg is not None or getattr(self, "pooling", None) == "step"
 
     # ---- tokenization ----------------------------------------------------------------------------
     @property
@@ -102,6 +117,21 @@ class RewardBackend(Backend):
                                    f"per-step rewards need a single-token tag (set --reward-args step_tag=...)")
         return ids[0]
 
+    def step_messages(self, req: RewardRequest) -> tuple[list[dict], Optional[int]]:
+        """The request's messages (with ``steps``: the response cut into steps, each followed by the
+        step tag, and the number of steps; a tag already in the text is refused)."""
+        msgs = req.message_dicts()
+        if not req.steps:
+            return msgs, None
+        for m in msgs:
+            if self.step_tag in m["content"]:
+                raise RewardInputError(
+                    f"step tag {self.step_tag!r} occurs in the {m['role']} message: every occurrence would "
+                    f"count as a step; choose another step_tag or remove it from the text")
+        steps = [s for s in msgs[-1]["content"].split(self.step_separator) if s.strip()] or [""]
+        msgs[-1] = {**msgs[-1], "content": "".join(s + self.step_tag for s in steps)}
+        return msgs, len(steps)
+
     def request_ids(self, req: RewardRequest) -> tuple[list[int], Optional[list[int]]]:
         """(token ids, positions of the step tags or None) of one request, checked."""
         if req.text is not None:
@@ -110,21 +140,14 @@ class RewardBackend(Backend):
             ids = self.tokenizer(req.text)["input_ids"]
             tags = None
         else:
-            msgs = req.message_dicts()
+            msgs, n_steps = self.step_messages(req)
             if req.steps:
                 tag_id = self.step_tag_id()
-                for m in msgs:
-                    if self.step_tag in m["content"]:
-                        raise RewardInputError(
-                            f"step tag {self.step_tag!r} occurs in the {m['role']} message: every occurrence would "
-                            f"count as a step; choose another step_tag or remove it from the text")
-                steps = [s for s in msgs[-1]["content"].split(self.step_separator) if s.strip()] or [""]
-                msgs[-1] = {**msgs[-1], "content": "".join(s + self.step_tag for s in steps)}
             text = self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=False)
             ids = self.encode(text)
             tags = [i for i, t in enumerate(ids) if t == tag_id] if req.steps else None
-            if req.steps and len(tags) != len(steps):
-                raise RewardInputError(f"{len(steps)} steps but {len(tags)} step tags after tokenization "
+            if req.steps and len(tags) != n_steps:
+                raise RewardInputError(f"{n_steps} steps but {len(tags)} step tags after tokenization "
                                        f"(the chat template or tokenizer merged the tag {self.step_tag!r})")
         if len(ids) > self.max_length:
             if req.steps:

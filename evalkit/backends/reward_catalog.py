@@ -1,6 +1,8 @@
-"""Reward-model backends by prefix: ``--reward-model hf:PATH`` (transformers, the reference) or
-``--reward-model vllm:PATH`` (vLLM offline pooling). ``hf-reward:`` and ``vllm-reward:`` are
-accepted as the same. Options come as ``--reward-args K=V,...``."""
+"""Reward-model backends by prefix: ``--reward-model hf:PATH`` (transformers, the reference),
+``--reward-model vllm:PATH`` (vLLM offline pooling) or ``--reward-model vllm-server:URL`` (a running
+vLLM pooling server). ``hf-reward:`` and ``vllm-reward:`` are accepted as the same. Options come as
+``--reward-args K=V,...`` (``--model-args`` in ``evalkit reward``, ``--judge-args`` for a judge).
+Secrets are never options: the server backend reads its key from the variable ``api_key_env`` names."""
 from __future__ import annotations
 
 import importlib
@@ -9,14 +11,17 @@ import inspect
 REWARD_BACKENDS = {
     "hf": ("evalkit.backends.reward_hf", "HFRewardBackend"),
     "vllm": ("evalkit.backends.reward_vllm", "VLLMRewardBackend"),
+    "vllm-server": ("evalkit.backends.reward_vllm_server", "VLLMServerRewardBackend"),
 }
+SECRET_ARGS = ("api_key", "key", "token", "password")
 
 
 def split_reward_spec(spec: str, flag: str = "--reward-model") -> tuple[str, str]:
     prefix, _, name = str(spec).partition(":")
     prefix = prefix.removesuffix("-reward")
     if not name or prefix not in REWARD_BACKENDS:
-        raise ValueError(f"{flag} {spec!r}: expected hf:PATH or vllm:PATH (a local reward model folder)")
+        raise ValueError(f"{flag} {spec!r}: expected hf:PATH or vllm:PATH (a local reward model "
+                         f"folder) or vllm-server:URL (a running vLLM pooling server)")
     return prefix, name
 
 
@@ -25,6 +30,10 @@ def make_reward_backend(spec: str, args: dict | None = None, flag: str = "--rewa
     mod, cls_name = REWARD_BACKENDS[prefix]
     cls = getattr(importlib.import_module(mod), cls_name)
     args = dict(args or {})
+    secret = sorted(k for k in args if k in SECRET_ARGS)
+    if secret:
+        raise ValueError(f"{flag} {spec}: never pass a secret as {secret[0]}=; put it in an environment variable "
+                         f"and name it with api_key_env=NAME")
     allowed = set()
     for klass in cls.__mro__:
         if "__init__" in klass.__dict__:
@@ -34,5 +43,5 @@ def make_reward_backend(spec: str, args: dict | None = None, flag: str = "--rewa
         raise ValueError(f"{flag} {spec}: {prefix} reward backend does not take {', '.join(unknown)}; "
                          f"allowed: {', '.join(sorted(allowed))}")
     backend = cls(name, **args)
-    backend.record_spec, backend.record_args = spec, args  # what the run record names
+    backend.record_spec, backend.record_args = getattr(backend, "shown_spec", spec), args  # what the run record names
     return backend

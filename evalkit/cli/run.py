@@ -151,12 +151,14 @@ def register(sub):
                    help="openai: backend server, e.g. http://127.0.0.1:8000/v1 (same as --model-args base_url=)")
     p.add_argument("--lora", default=None, metavar="NAME=PATH,...",
                    help="vllm: backend: evaluate each LoRA adapter in the one engine; one run record per adapter")
-    p.add_argument("--reward-model", default=None, metavar="hf:PATH|vllm:PATH",
+    p.add_argument("--reward-model", default=None, metavar="hf:PATH|vllm:PATH|vllm-server:URL",
                    help="score every sampled completion with this reward model and add best-of-N figures per "
                         "generation task (pass@1, maj@N, oracle pass@N, RM best-of-N over N=1,2,4,..., RM AUROC); "
                         "sample with --gen-kwargs n=N,temperature=T")
     p.add_argument("--reward-args", default="", metavar="K=V,...",
-                   help="reward backend options (see `evalkit reward --help`), e.g. activation=sigmoid")
+                   help="reward backend options (see `evalkit reward --help`), e.g. activation=sigmoid; "
+                        "step_agg=min|last|product scores each completion from per-step rewards (a process "
+                        "reward model; default min with pooling=step; product needs activation=sigmoid)")
     from evalkit.cli.reasoning_args import add_reasoning_args
     add_reasoning_args(p)
     sinks.add_sink_args(p)
