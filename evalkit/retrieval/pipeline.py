@@ -150,6 +150,14 @@ class _Runs:
         return {q: dict(sorted(d.items(), key=lambda kv: -kv[1])[:self.depth]) for q, d in fused.items()}
 
 
+def run_retriever(cfg: RetrieveConfig, corpus: dict, queries: dict, name: str) -> tuple[dict, dict]:
+    """(run, identity) of one retriever over ``corpus`` for ``queries`` (the RAG task's retrieval step)."""
+    runs = _Runs(cfg, corpus, queries)
+    run = runs.doc_level(runs.get(name))
+    return run, {"retriever": name, "depth": cfg.depth, **runs.identities[name],
+                 **({"embeddings": runs.embed_stats} if runs.embed_stats else {})}
+
+
 def embed_texts(backend, cache, texts: list, stats: dict):
     """Embeddings of ``texts`` (rows in order) as engine requests: deduped, cached, resumable."""
     import numpy as np
