@@ -57,6 +57,7 @@ class _RagBase(GenerationTask):
     gen_params = GenParams(max_tokens=32, temperature=0.0, stop=("\n", "<|im_end|>", "</s>"))
     passages_header = "Passages:"
     own_options: tuple = ("k", "closed_book", "doc_chars", "limit_corpus", "split", "order")
+    known_options: tuple = own_options + RETRIEVAL_OPTIONS  # what --task-args may name (checked up front)
 
     def __init__(self, data_path: Optional[str] = None, **options):
         super().__init__(data_path, **options)
@@ -181,6 +182,7 @@ class RagGeneric(_RagBase):
     description = ("RAG over a BEIR folder whose queries carry 'answers': retrieve top-k, generate, normalised "
                    "exact/contains match beside hit@k and the closed-book answer")
     own_options = _RagBase.own_options + ("match",)
+    known_options = own_options + RETRIEVAL_OPTIONS
 
     def __init__(self, data_path=None, **options):
         super().__init__(data_path, **options)

@@ -58,12 +58,18 @@ def _gsm8k_verify(row, text):
                               ).metrics["exact_match_numeric"]
 
 
-@pytest.mark.slow
-def test_rag_gsm8k_end_to_end_hf(tmp_path, tiny_model_dir):
+@pytest.fixture(scope="module")
+def hf_gsm8k_run(tmp_path_factory, tiny_model_dir):
+    tmp = tmp_path_factory.mktemp("rag_hf")
     r = evalkit("run", "--model", "hf:smollm2-135m", "--tasks", "rag_gsm8k", "--data",
                 f"rag_gsm8k={shared('gsm8k')}", "--limit", "8", "--task-args", "rag_gsm8k:k=3",
-                "--cache-dir", str(tmp_path / "cache"), "--output", "res", cwd=tmp_path)
-    rec, rows = _record(r, tmp_path)
+                "--cache-dir", str(tmp / "cache"), "--output", "res", cwd=tmp)
+    return _record(r, tmp)
+
+
+@pytest.mark.slow
+def test_rag_gsm8k_end_to_end_hf(hf_gsm8k_run):
+    rec, rows = hf_gsm8k_run
     task = rec.tasks["rag_gsm8k"]
     _check_rag_record(task, rows, 3, 8, _gsm8k_verify)
     assert task["extra"]["retrieval"]["retriever"] == "bm25" and task["extra"]["corpus_size"] == 1319
@@ -140,13 +146,20 @@ def test_rag_bad_input_is_a_clear_error(tmp_path):
 
 @pytest.mark.vllm
 @pytest.mark.slow
-def test_rag_gsm8k_end_to_end_vllm(tmp_path, tiny_model_dir):
+def test_rag_gsm8k_end_to_end_vllm(tmp_path, tiny_model_dir, hf_gsm8k_run):
     pytest.importorskip("vllm")
-    r = evalkit("run", "--model", "vllm:smollm2-135m", "--model-args", "dtype=float32,max_model_len=2048",
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    r = evalkit("run", "--model", f"vllm:{tiny_model_dir}", "--model-args", "dtype=float32,max_model_len=2048",
                 "--tasks", "rag_gsm8k", "--data", f"rag_gsm8k={shared('gsm8k')}", "--limit", "8",
-                "--cache-dir", str(tmp_path / "cache"), "--output", "res", cwd=tmp_path)
+                "--task-args", "rag_gsm8k:k=3", "--cache-dir", str(tmp_path / "cache"), "--output", "res", cwd=tmp_path)
     rec, rows = _record(r, tmp_path)
     task = rec.tasks["rag_gsm8k"]
     _check_rag_record(task, rows, 3, 8, _gsm8k_verify)
     assert rec.model.backend == "vllm"
-    print("\nrag_gsm8k vllm:", {k: round(v["value"], 3) for k, v in task["metrics"].items()})
+    hf_rows = {row["doc_id"]: row for row in hf_gsm8k_run[1]}
+    for row in rows:  # the same retrieval and prompts as the transformers run
+        assert row["prompt"] == hf_rows[row["doc_id"]]["prompt"]
+        assert row["metrics"]["hit@3"] == hf_rows[row["doc_id"]]["metrics"]["hit@3"]
+    same = sum(row["responses"] == hf_rows[row["doc_id"]]["responses"] for row in rows)
+    print(f"\nrag_gsm8k vllm: {same}/8 answers identical to transformers'",
+          {k: round(v["value"], 3) for k, v in task["metrics"].items()})

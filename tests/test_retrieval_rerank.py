@@ -127,26 +127,24 @@ def evalkit(*args, cwd):
                           env=env, timeout=600)
 
 
-@pytest.mark.vllm
-def test_xsum_bm25_vs_bm25_rerank_figures_with_cis_and_compare(fixture_dir, tmp_path):
-    """50 XSum summaries against all 1,000 articles: BM25, then its top 5 reranked by the fixture
-    through vLLM (the session's engine), both records compared by `evalkit compare`."""
-    pytest.importorskip("vllm")
-    import _reward_session
+def test_xsum_bm25_vs_bm25_rerank_figures_with_cis_and_compare(hf_reranker, tmp_path):
+    """50 XSum summaries against all 1,000 articles: BM25, then its top 3 reranked by the fixture
+    (transformers, the reference), both records compared by `evalkit compare`."""
     from evalkit.retrieval.pipeline import RetrieveConfig, retrieve
-    cfg = RetrieveConfig(task="xsum_retrieval", data_path=str(shared(XSUM)), task_options={"k": "1+5+10"},
-                         limit=50, rerank=f"vllm:{fixture_dir}", rerank_top=5, rerank_doc_chars=1000,
+    cfg = RetrieveConfig(task="xsum_retrieval", data_path=str(shared(XSUM)), task_options={"k": "1+3+10"},
+                         limit=50, rerank=f"hf:{hf_reranker.path}", rerank_top=3, rerank_doc_chars=600,
                          cache_path=str(tmp_path / "rr.sqlite"))
-    recs = retrieve(cfg, str(tmp_path / "res"), reranker=_reward_session.shared_vllm_reward())
+    recs = retrieve(cfg, str(tmp_path / "res"), reranker=hf_reranker)
     for rec in recs:
         m = rec["run"]["tasks"]["xsum_retrieval"]["metrics"]
         print(f"\n{rec['run']['model']['name']:12s} " + "  ".join(
             f"{k} {m[k]['value']:.3f} [{m[k]['ci_low']:.3f}, {m[k]['ci_high']:.3f}]" for k in ("hit@1", "mrr@10", "ndcg@10")))
         assert m["hit@1"]["n"] == 50 and m["mrr@10"]["ci_low"] <= m["mrr@10"]["value"] <= m["mrr@10"]["ci_high"]
     base, rr = (r["run"]["tasks"]["xsum_retrieval"]["metrics"] for r in recs)
-    assert base["hit@5"]["value"] == rr["hit@5"]["value"]  # reranking the top 5 never changes the set in it
+    assert base["hit@3"]["value"] == rr["hit@3"]["value"]  # reranking the top 3 never changes the set in it
+    assert base["hit@10"]["value"] == rr["hit@10"]["value"]
     info = recs[1]["run"]["tasks"]["xsum_retrieval"]["extra"]["rerank"]
-    assert info["identity"]["api"].startswith("vllm") and info["pairs"]["unique"] == 250
+    assert info["identity"]["api"].startswith("transformers") and info["pairs"]["unique"] == 150
     r = evalkit("compare", recs[0]["run"]["path"], recs[1]["run"]["path"], cwd=tmp_path)
     assert r.returncode in (0, 1), r.stderr
     assert "mrr@10" in r.stdout
