@@ -128,11 +128,12 @@ def evalkit(*args, cwd):
 
 
 def test_xsum_bm25_vs_bm25_rerank_figures_with_cis_and_compare(hf_reranker, tmp_path):
-    """50 XSum summaries against all 1,000 articles: BM25, then its top 3 reranked by the fixture
-    (transformers, the reference), both records compared by `evalkit compare`."""
+    """50 XSum summaries against all 1,000 articles: BM25, then its top 2 reranked by the fixture
+    (transformers, the reference; documents cut at 400 characters to keep the test short; the
+    README's figures are the same with top 3 and 600 characters), compared by `evalkit compare`."""
     from evalkit.retrieval.pipeline import RetrieveConfig, retrieve
     cfg = RetrieveConfig(task="xsum_retrieval", data_path=str(shared(XSUM)), task_options={"k": "1+3+10"},
-                         limit=50, rerank=f"hf:{hf_reranker.path}", rerank_top=3, rerank_doc_chars=600,
+                         limit=50, rerank=f"hf:{hf_reranker.path}", rerank_top=2, rerank_doc_chars=400,
                          cache_path=str(tmp_path / "rr.sqlite"))
     recs = retrieve(cfg, str(tmp_path / "res"), reranker=hf_reranker)
     for rec in recs:
@@ -141,10 +142,10 @@ def test_xsum_bm25_vs_bm25_rerank_figures_with_cis_and_compare(hf_reranker, tmp_
             f"{k} {m[k]['value']:.3f} [{m[k]['ci_low']:.3f}, {m[k]['ci_high']:.3f}]" for k in ("hit@1", "mrr@10", "ndcg@10")))
         assert m["hit@1"]["n"] == 50 and m["mrr@10"]["ci_low"] <= m["mrr@10"]["value"] <= m["mrr@10"]["ci_high"]
     base, rr = (r["run"]["tasks"]["xsum_retrieval"]["metrics"] for r in recs)
-    assert base["hit@3"]["value"] == rr["hit@3"]["value"]  # reranking the top 3 never changes the set in it
+    assert base["hit@3"]["value"] == rr["hit@3"]["value"]  # reranking the top 2 never changes the top 3's set
     assert base["hit@10"]["value"] == rr["hit@10"]["value"]
     info = recs[1]["run"]["tasks"]["xsum_retrieval"]["extra"]["rerank"]
-    assert info["identity"]["api"].startswith("transformers") and info["pairs"]["unique"] == 150
+    assert info["identity"]["api"].startswith("transformers") and info["pairs"]["unique"] == 100
     r = evalkit("compare", recs[0]["run"]["path"], recs[1]["run"]["path"], cwd=tmp_path)
     assert r.returncode in (0, 1), r.stderr
     assert "mrr@10" in r.stdout
