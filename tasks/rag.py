@@ -100,7 +100,10 @@ class _RagBase(GenerationTask):
             if self._corpus is None:
                 self.eval_docs()
             self._run, self._identity = retrieve_contexts(self.retrieval, self._corpus, self._queries, self.conv)
-        return ranked_list(self._run, doc.id, self.conv)
+            self._ranked = {}
+        if doc.id not in self._ranked:
+            self._ranked[doc.id] = ranked_list(self._run, doc.id, self.conv)
+        return self._ranked[doc.id]
 
     # ---- prompts ----
     def passage_text(self, doc_id: str) -> str:

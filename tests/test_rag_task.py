@@ -155,7 +155,7 @@ def test_rag_gsm8k_end_to_end_vllm(tmp_path, tiny_model_dir, hf_gsm8k_run):
     rec, rows = _record(r, tmp_path)
     task = rec.tasks["rag_gsm8k"]
     _check_rag_record(task, rows, 3, 8, _gsm8k_verify)
-    assert rec.model.backend == "vllm"
+    assert rec.model["backend"] == "vllm"
     hf_rows = {row["doc_id"]: row for row in hf_gsm8k_run[1]}
     for row in rows:  # the same retrieval and prompts as the transformers run
         assert row["prompt"] == hf_rows[row["doc_id"]]["prompt"]

@@ -69,6 +69,8 @@ def test_reranked_metrics_equal_metrics_by_hand_and_a_rerun_scores_nothing(hf_re
     info = reranked["run"]["tasks"]["xsum_retrieval"]["extra"]["rerank"]
     assert info["top"] == 4 and info["template"] == "qwen3" and info["pairs"]["computed"] == 32
     assert info["identity"]["api"].startswith("transformers") and info["identity"]["activation"] == "none"
+    ident = reranked["run"]["model"]["identity"]["rerank"]  # the record's model: retriever + reranker
+    assert ident["identity"]["files"] and ident["template_sha256"] and "pairs" not in ident
     # the reranked order by hand: the reranker's own scores of the first 4 first-stage documents
     task = _xsum_task(30)
     data = task.data()
@@ -98,6 +100,8 @@ def test_reranked_metrics_equal_metrics_by_hand_and_a_rerun_scores_nothing(hf_re
         again = retrieve(cfg2, None, reranker=hf_reranker)[1]
         pairs = again["run"]["tasks"]["xsum_retrieval"]["extra"]["rerank"]["pairs"]
         assert pairs["computed"] == 0 and pairs["cached"] == 8 * top, pairs
+        if top == 4:  # the same reranked run: the same model identity (so records compare and group)
+            assert again["run"]["model"]["identity_hash"] == reranked["run"]["model"]["identity_hash"]
 
 
 @pytest.mark.vllm

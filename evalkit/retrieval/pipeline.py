@@ -198,7 +198,8 @@ def retrieve(cfg: RetrieveConfig, output_dir: Optional[str] = "results", reranke
                 from evalkit.retrieval.rerank import rerank
                 reranked, _, info = rerank(run, queries, data.corpus, cfg.rerank_spec(), task.conv,
                                            cfg.cache_path, backend=reranker)
-                stages.append((f"{name}+rerank", reranked, {**identity, "rerank": info}, {"rerank": info},
+                stable = {k: v for k, v in info.items() if k not in ("pairs", "rerank_s", "cache", "inputs_cut_from_start")}
+                stages.append((f"{name}+rerank", reranked, {**identity, "rerank": stable}, {"rerank": info},
                                runs.timings.get(name, 0.0) + info["rerank_s"]))
             for label_name, stage_run, stage_id, more, took in stages:
                 out.append(_record(cfg, task, docs, data, queries, runs, name, label_name, stage_run, stage_id,

@@ -65,5 +65,5 @@ def retrieve_contexts(spec: RagRetrieval, corpus: dict, queries: dict, conv) -> 
         from evalkit.retrieval.rerank import RerankSpec, rerank
         run, _, info = rerank(run, queries, corpus, RerankSpec(spec.rerank, spec.rerank_top,
                                                                 args=dict(spec.rerank_args)), conv, spec.cache_path())
-        identity = {**identity, "rerank": info}
+        identity = {**identity, "rerank": info}  # the task record's extra (not a model identity)
     return run, identity
