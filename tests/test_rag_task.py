@@ -163,3 +163,32 @@ def test_rag_gsm8k_end_to_end_vllm(tmp_path, tiny_model_dir, hf_gsm8k_run):
     same = sum(row["responses"] == hf_rows[row["doc_id"]]["responses"] for row in rows)
     print(f"\nrag_gsm8k vllm: {same}/8 answers identical to transformers'",
           {k: round(v["value"], 3) for k, v in task["metrics"].items()})
+
+
+def test_rag_retrieval_step_saved_run_and_hybrid(tmp_path):
+    """The retrieval step alone: a saved TREC run is read as is (unknown doc ids refused), and the
+    hybrid retriever fuses evalkit's BM25 and dense runs."""
+    from evalkit.retrieval.conventions import Conventions
+    from evalkit.retrieval.formats import write_trec_run
+    from evalkit.retrieval.rag_context import RagRetrieval, retrieve_contexts
+    corpus = {"d1": "Paris is the capital of France.", "d2": "Berlin is the capital of Germany.",
+              "d3": "The Nile is a river."}
+    queries = {"q1": "capital of France", "q2": "a long river"}
+    saved = write_trec_run(tmp_path / "r.trec", {"q1": {"d2": 2.0, "d1": 1.0}, "q2": {"d3": 1.0}})
+    run, ident = retrieve_contexts(RagRetrieval.from_options({"run": str(saved)}), corpus, queries, Conventions())
+    assert run == {"q1": {"d2": 2.0, "d1": 1.0}, "q2": {"d3": 1.0}} and ident["retriever"] == "saved run"
+    (tmp_path / "bad.trec").write_text("q1 Q0 d9 1 1.0 x\n")
+    with pytest.raises(ValueError, match="not in the corpus"):
+        retrieve_contexts(RagRetrieval.from_options({"run": str(tmp_path / "bad.trec")}), corpus, queries, Conventions())
+    with pytest.raises(ValueError, match="bm25, dense or hybrid"):
+        RagRetrieval.from_options({"retriever": "splade"})
+    pytest.importorskip("transformers")
+    from evalkit.retrieval.embed_models import resolve_embedder
+    try:
+        resolve_embedder("all-minilm-l6-v2")
+    except ValueError as e:
+        pytest.skip(str(e))
+    spec = RagRetrieval.from_options({"retriever": "hybrid", "embedding_cache": str(tmp_path / "e.sqlite")})
+    run, ident = retrieve_contexts(spec, corpus, queries, Conventions())
+    assert ident["retriever"] == "hybrid" and ident["fusion"] == "rrf" and ident["dense"]["files"]
+    assert max(run["q1"], key=run["q1"].get) == "d1" and max(run["q2"], key=run["q2"].get) == "d3"

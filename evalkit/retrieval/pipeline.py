@@ -222,4 +222,5 @@ def _record(cfg, task, docs, data, queries, runs, name, label_name, run, identit
         extra["trec_run"] = str(write_trec_run(Path(cfg.save_run_dir) / f"{cfg.task}.{label_name}.trec", run,
                                                label_name))
     return build_record(task, docs, run, model, "evaluation", cfg.seed, cfg.data_path or "", output_dir,
-                        extra=extra, tags=cfg.tags, timings=timings, label=label)
+                        extra=extra, tags=cfg.tags, timings=timings, label=label,
+                        engine=more["rerank"]["pairs"] if "rerank" in more else None)  # the reranker's requests
