@@ -219,7 +219,7 @@ class RagGeneric(_RagBase):
         exact = float(any(pred == g for g in golds))
         contains = float(any(g and g in normalize_answer(text) for g in golds))
         return {"answer_accuracy": contains if self.match == "contains" else exact,
-                "exact_match": exact, "contains_match": contains}
+                "exact_match": exact, "contains_match": contains, "_extracted": pred}
 
 
 @register_task
