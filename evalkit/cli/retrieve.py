@@ -3,6 +3,7 @@ record trec_eval-exact measures with CIs, one run record per retriever.
 
     evalkit retrieve --task xsum_retrieval --data ../shared/data/xsum/test.jsonl --retriever bm25,dense,hybrid
     evalkit retrieve --task retrieval --data beir/scifact --retriever dense --embed-backend vllm
+    evalkit retrieve --task xsum_retrieval --data ../shared/data/xsum/test.jsonl --rerank vllm:DIR --rerank-top 10
 """
 from __future__ import annotations
 
@@ -37,12 +38,24 @@ def register(sub):
     p.add_argument("--index-threshold", type=int, default=1_000_000, help="auto: faiss from this many vectors (1000000)")
     p.add_argument("--index-args", default="", metavar="K=V,...",
                    help="hnsw: m=32,ef_construction=200,ef_search=128; ivf: nlist=(4*sqrt n),nprobe=16,seed=1234")
+    p.add_argument("--rerank", default=None, metavar="hf:PATH|vllm:PATH",
+                   help="rerank each retriever's top --rerank-top documents with a sequence-classification model "
+                        "(hf: transformers, the reference; vllm: LLM(runner='pooling') classify); each retriever "
+                        "then gets a second record, NAME+rerank")
+    p.add_argument("--rerank-top", type=int, default=10, metavar="K", help="documents reranked per query (default 10)")
+    p.add_argument("--rerank-template", default="qwen3",
+                   help="qwen3 (Qwen3-Reranker yes/no prompt, default), plain ({query}\\n{document}) or a template "
+                        "with {query}, {document} and optionally {instruction}")
+    p.add_argument("--rerank-instruction", default=None, help="the qwen3 template's instruction")
+    p.add_argument("--rerank-doc-chars", type=int, default=2000, help="cut each document to N characters (0: never)")
+    p.add_argument("--rerank-args", default="", metavar="K=V,...",
+                   help="reranker backend options: dtype, batch_size, activation=none|sigmoid, max_model_len, ...")
     p.add_argument("--depth", type=int, default=100, help="documents kept per query (default 100)")
     p.add_argument("--limit", type=int, default=None, help="only the first N queries")
     p.add_argument("--batch-size", type=int, default=32, help="texts per embedding batch")
     p.add_argument("--threads", type=int, default=None, help="torch threads for the hf embedder")
     p.add_argument("--embedding-cache", default=None, metavar="FILE",
-                   help="response cache for the embed requests (default <cache dir>/responses.sqlite)")
+                   help="response cache for the embed and rerank requests (default <cache dir>/responses.sqlite)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
     p.add_argument("--save-run", default=None, metavar="DIR", help="also write each ranking as a TREC run file")
     p.add_argument("--seed", type=int, default=1234)
@@ -69,7 +82,11 @@ def run(args):
                          seed=args.seed, name=args.name, tags=args.tag, save_run_dir=args.save_run,
                          cache_path=cache, batch_size=args.batch_size, threads=args.threads,
                          chunk=args.chunk, index=args.index, index_threshold=args.index_threshold,
-                         index_args=parse_model_args(args.index_args, "--index-args"))
+                         index_args=parse_model_args(args.index_args, "--index-args"),
+                         rerank=args.rerank, rerank_top=args.rerank_top,
+                         rerank_template=args.rerank_template, rerank_instruction=args.rerank_instruction,
+                         rerank_doc_chars=args.rerank_doc_chars,
+                         rerank_args=parse_model_args(args.rerank_args, "--rerank-args"))
     for out in retrieve(cfg, None if args.no_output else args.output):
         print(format_table(out["run"]))
         if "path" in out["run"]:

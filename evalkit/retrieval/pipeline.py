@@ -49,6 +49,12 @@ class RetrieveConfig:
     index_threshold: int = 1_000_000         # auto: faiss flat from this many vectors
     index_args: dict = field(default_factory=dict)  # hnsw m/ef_construction/ef_search; ivf nlist/nprobe/seed
     chunk: Optional[str] = None              # words|tokens|structure spec (chunking.py); docs scored by their best chunk
+    rerank: Optional[str] = None             # hf:PATH / vllm:PATH: rerank each run's top ``rerank_top``
+    rerank_top: int = 10
+    rerank_template: str = "qwen3"
+    rerank_instruction: Optional[str] = None
+    rerank_doc_chars: int = 2000
+    rerank_args: dict = field(default_factory=dict)
 
     def __post_init__(self):
         bad = [r for r in self.retrievers if r not in RETRIEVERS]
@@ -62,6 +68,13 @@ class RetrieveConfig:
         IndexSpec(self.index, self.index_threshold, dict(self.index_args))  # a bad --index-args fails before any work
         if not 0.0 <= self.dense_weight <= 1.0:
             raise ValueError(f"--dense-weight {self.dense_weight}: expected a value in [0, 1]")
+        if self.rerank:
+            self.rerank_spec()  # checked before any model loads
+
+    def rerank_spec(self):
+        from evalkit.retrieval.rerank import DEFAULT_INSTRUCTION, RerankSpec
+        return RerankSpec(self.rerank, self.rerank_top, self.rerank_template,
+                          self.rerank_instruction or DEFAULT_INSTRUCTION, self.rerank_doc_chars, dict(self.rerank_args))
 
 
 def _identity_hash(identity: dict) -> str:
@@ -146,6 +159,14 @@ class _Runs:
         return {q: dict(sorted(d.items(), key=lambda kv: -kv[1])[:self.depth]) for q, d in fused.items()}
 
 
+def run_retriever(cfg: RetrieveConfig, corpus: dict, queries: dict, name: str) -> tuple[dict, dict]:
+    """(run, identity) of one retriever over ``corpus`` for ``queries`` (the RAG task's retrieval step)."""
+    runs = _Runs(cfg, corpus, queries)
+    run = runs.doc_level(runs.get(name))
+    return run, {"retriever": name, "depth": cfg.depth, **runs.identities[name],
+                 **({"embeddings": runs.embed_stats} if runs.embed_stats else {})}
+
+
 def embed_texts(backend, cache, texts: list, stats: dict):
     """Embeddings of ``texts`` (rows in order) as engine requests: deduped, cached, resumable."""
     import numpy as np
@@ -159,8 +180,10 @@ def embed_texts(backend, cache, texts: list, stats: dict):
     return np.asarray([answers[r.key()] for r in reqs], dtype=np.float32)
 
 
-def retrieve(cfg: RetrieveConfig, output_dir: Optional[str] = "results") -> list[dict]:
-    """Run and record every asked retriever; returns one ``{"run", "samples"}`` per retriever."""
+def retrieve(cfg: RetrieveConfig, output_dir: Optional[str] = "results", reranker=None) -> list[dict]:
+    """Run and record every asked retriever; returns one ``{"run", "samples"}`` per retriever (and one
+    more per retriever, ``NAME+rerank``, with ``cfg.rerank``; ``reranker``: a reward backend already
+    loaded for it, left open)."""
     t0 = time.time()
     task = registry.get_task_class(cfg.task)(data_path=cfg.data_path, **cfg.task_options)
     if not hasattr(task, "score_run"):
@@ -170,22 +193,43 @@ def retrieve(cfg: RetrieveConfig, output_dir: Optional[str] = "results") -> list
     queries = {d.id: d.query for d in docs}
     runs = _Runs(cfg, data.corpus, queries)
     t_load = round(time.time() - t0, 3)
-    out = []
-    for name in cfg.retrievers:
-        run = runs.doc_level(runs.get(name))
-        identity = {"retriever": name, "depth": cfg.depth, **runs.identities[name],
-                    **({"chunking": runs.chunking} if runs.chunking else {})}
-        label = cfg.name or name
-        model = ModelInfo(spec=f"retriever:{name}", name=label, backend="retriever", args={"retriever": name},
-                          identity=identity, identity_hash=_identity_hash(identity))
-        extra = {"retriever": identity, "corpus_size": len(data.corpus), "n_queries": len(queries)}
-        if name in ("dense", "hybrid") and runs.embed_stats:
-            extra["embeddings"] = runs.embed_stats
-        if cfg.save_run_dir:
-            Path(cfg.save_run_dir).mkdir(parents=True, exist_ok=True)
-            extra["trec_run"] = str(write_trec_run(Path(cfg.save_run_dir) / f"{cfg.task}.{name}.trec", run, name))
-        timings = {"load_s": t_load, "retrieve_s": runs.timings.get(name, 0.0)}
-        out.append(build_record(task, docs, run, model, "evaluation", cfg.seed,
-                                cfg.data_path or "", output_dir, extra=extra, tags=cfg.tags,
-                                timings=timings, label=label))
+    out, own_reranker = [], reranker is None
+    try:
+        for name in cfg.retrievers:
+            run = runs.doc_level(runs.get(name))
+            identity = {"retriever": name, "depth": cfg.depth, **runs.identities[name],
+                        **({"chunking": runs.chunking} if runs.chunking else {})}
+            stages = [(name, run, identity, {}, runs.timings.get(name, 0.0))]
+            if cfg.rerank:
+                if reranker is None:
+                    from evalkit.backends.reward_catalog import make_reward_backend
+                    reranker = make_reward_backend(cfg.rerank, cfg.rerank_args, flag="--rerank")
+                from evalkit.retrieval.rerank import rerank
+                reranked, _, info = rerank(run, queries, data.corpus, cfg.rerank_spec(), task.conv,
+                                           cfg.cache_path, backend=reranker)
+                stable = {k: v for k, v in info.items() if k not in ("pairs", "rerank_s", "cache", "inputs_cut_from_start")}
+                stages.append((f"{name}+rerank", reranked, {**identity, "rerank": stable}, {"rerank": info},
+                               runs.timings.get(name, 0.0) + info["rerank_s"]))
+            for label_name, stage_run, stage_id, more, took in stages:
+                out.append(_record(cfg, task, docs, data, queries, runs, name, label_name, stage_run, stage_id,
+                                   more, {"load_s": t_load, "retrieve_s": took}, output_dir))
+    finally:
+        if reranker is not None and own_reranker:
+            reranker.close()
     return out
+
+
+def _record(cfg, task, docs, data, queries, runs, name, label_name, run, identity, more, timings, output_dir):
+    label = f"{cfg.name}+rerank" if cfg.name and label_name.endswith("+rerank") else (cfg.name or label_name)
+    model = ModelInfo(spec=f"retriever:{label_name}", name=label, backend="retriever",
+                      args={"retriever": label_name}, identity=identity, identity_hash=_identity_hash(identity))
+    extra = {"retriever": identity, "corpus_size": len(data.corpus), "n_queries": len(queries), **more}
+    if name in ("dense", "hybrid") and runs.embed_stats:
+        extra["embeddings"] = runs.embed_stats
+    if cfg.save_run_dir:
+        Path(cfg.save_run_dir).mkdir(parents=True, exist_ok=True)
+        extra["trec_run"] = str(write_trec_run(Path(cfg.save_run_dir) / f"{cfg.task}.{label_name}.trec", run,
+                                               label_name))
+    return build_record(task, docs, run, model, "evaluation", cfg.seed, cfg.data_path or "", output_dir,
+                        extra=extra, tags=cfg.tags, timings=timings, label=label,
+                        engine=more["rerank"]["pairs"] if "rerank" in more else None)  # the reranker's requests

@@ -20,7 +20,7 @@ from evalkit.runner import score_task
 
 def build_record(task, docs: list, run: dict, model: ModelInfo, kind: str, seed: int, data_source: str,
                  output_dir: Optional[str], extra: Optional[dict] = None, tags=(), timings: Optional[dict] = None,
-                 label: Optional[str] = None) -> dict:
+                 label: Optional[str] = None, engine: Optional[dict] = None) -> dict:
     """Score ``run`` ({query: {doc: score}}) for the task's docs and write the record."""
     t0 = time.time()
     samples = task.score_run(docs, run)
@@ -33,7 +33,8 @@ def build_record(task, docs: list, run: dict, model: ModelInfo, kind: str, seed:
                         **(extra or {})})
     timings = {**(timings or {}), "score_s": round(time.time() - t0, 3)}
     timings["total_s"] = round(sum(timings.values()), 3)
-    rec = new_run(kind, model, config.to_record(), {task.name: entry}, label=label, timings=timings)
+    rec = new_run(kind, model, config.to_record(), {task.name: entry}, label=label, timings=timings,
+                  **({"engine": engine} if engine else {}))
     if output_dir:
         rec.path = str(write_run(output_dir, rec, {task.name: rows}))
     return {"run": rec.to_dict(), "samples": {task.name: rows}}
