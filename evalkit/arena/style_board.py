@@ -12,7 +12,6 @@ bootstrap of ``evalkit.arena.style_fit``.
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -20,7 +19,7 @@ import pandas as pd
 from .bootstrap import shared_ranks, single_threaded_blas
 from .bt import to_elo
 from .cells import aggregate
-from .leaderboard import COLUMNS, determined_models
+from .leaderboard import COLUMNS, determined_models, warn_undetermined
 from .style_fit import StyleProblem, bootstrap_style, fit_style, standardise
 from .table import BattleTable
 
@@ -70,14 +69,7 @@ def style_leaderboard(
         raise ValueError("no battles to rate")
     models = list(table.models)
     keep = determined_models(aggregate(table))
-    if not keep.all():
-        lost = [m for m, k in zip(models, keep) if not k]
-        shown = ", ".join(lost[:8]) + (f" and {len(lost) - 8} more" if len(lost) > 8 else "")
-        warnings.warn(f"rating undetermined for {len(lost)} model(s) ({shown}): they never lost, or never won, "
-                      "against the rest; the others are rated on the battles among themselves",
-                      RuntimeWarning, stacklevel=2)
-        if anchor is not None and anchor in lost:
-            raise ValueError(f"anchor model {anchor!r} has an undetermined rating; choose another anchor")
+    warn_undetermined(models, keep, anchor, stacklevel=3)
     if anchor is not None and anchor not in models:
         raise ValueError(f"anchor model {anchor!r} does not appear in the battles")
     names = [e for e in table.style_elements[: len(table.style_elements) // 2]]
