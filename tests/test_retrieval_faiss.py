@@ -77,6 +77,47 @@ def test_auto_threshold_and_bad_index_args(vectors):
         topk(queries[:2], docs, 5, IndexSpec("ivf", params={"nlist": 1000}))
 
 
+def test_threads_restored_hnsw_built_on_one_thread_ivf_seed_from_the_run_seed(vectors):
+    from evalkit.retrieval.vector_index import IndexSpec, split_info, topk
+    from evalkit.stats import derive_seed
+    docs, queries = vectors
+    before = faiss.omp_get_max_threads()
+    try:
+        faiss.omp_set_num_threads(3)
+        runs = [topk(queries, docs, 10, IndexSpec("hnsw", params={"m": 8}, threads=t)) for t in (1, 2, 2)]
+        assert faiss.omp_get_max_threads() == 3  # the caller's count, not the last spec's
+    finally:
+        faiss.omp_set_num_threads(before)
+    assert all(np.array_equal(runs[0][1], r[1]) for r in runs[1:]) and runs[0][2]["build_threads"] == 1
+    ivf = {"nlist": 16, "nprobe": 2}
+    info = topk(queries, docs, 10, IndexSpec("ivf", params=ivf))[2]
+    assert info["seed"] == derive_seed(1234, "ivf", "kmeans") % 2 ** 31
+    assert topk(queries, docs, 10, IndexSpec("ivf", params=ivf, seed=7))[2]["seed"] == derive_seed(7, "ivf", "kmeans") % 2 ** 31
+    assert topk(queries, docs, 10, IndexSpec("ivf", params={**ivf, "seed": 5}, seed=7))[2]["seed"] == 5
+    identity, stats = split_info(info)
+    assert identity == {"index": "ivf", "exact": False, "nlist": 16, "nprobe": 2, "seed": info["seed"]}
+    assert {"threshold", "library", "recall_vs_exact@10"} <= set(stats)
+
+
+def test_identity_hash_holds_what_changes_results_not_the_threshold(tmp_path):
+    pytest.importorskip("transformers")
+    from evalkit.records import load_run
+    from evalkit.retrieval.pipeline import RetrieveConfig, retrieve
+
+    def run(**kw):  # 60-doc corpus, embeddings cached after the first run
+        cfg = RetrieveConfig(task="mbpp_retrieval", data_path=str(shared("mbpp/mbpp.jsonl")),
+                             task_options={"limit_corpus": 60, "k": "1+10"}, retrievers=("dense",), limit=10,
+                             threads=1, cache_path=str(tmp_path / "cache.sqlite"), **kw)
+        rec = load_run(retrieve(cfg, str(tmp_path))[0]["run"]["path"])
+        return rec.model["identity_hash"], rec.tasks["mbpp_retrieval"]["extra"]["embeddings"]
+
+    (auto, emb), (auto_low, _), (numpy, _) = run(), run(index_threshold=1000), run(index="numpy")
+    assert auto == auto_low == numpy and emb["search_threshold"] == 1_000_000
+    (flat10, _), (flat20, _), (hnsw, _) = run(index_threshold=10), run(index_threshold=20), run(index="hnsw")
+    assert flat10 == flat20 != auto  # both thresholds below the 60 docs: faiss flat
+    assert hnsw not in (auto, flat10)
+
+
 def test_retrieve_with_hnsw_records_its_parameters_and_recall(tmp_path):
     pytest.importorskip("transformers")
     from evalkit.records import load_run

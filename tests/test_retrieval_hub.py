@@ -78,6 +78,25 @@ def test_local_dataset_through_load_dataset_scores_as_the_beir_folder(tmp_path):
     assert a["metrics"]["hit@10"]["value"] > 0.2  # BM25 finds some solutions from their descriptions
 
 
+def test_null_title_and_text_read_as_empty_through_both_paths(tmp_path):
+    from evalkit.retrieval.formats import read_beir
+    from evalkit.retrieval.hub_beir import load_hub_beir
+    hub, folder = write_layouts(tmp_path)
+    corpus = [{"_id": "d1", "title": None, "text": "alpha"}, {"_id": "d2", "title": "T", "text": None},
+              {"_id": "d3", "title": None, "text": None}, {"_id": "d4", "title": "T", "text": "beta"}]
+    queries = [{"_id": "q1", "text": None}, {"_id": "q2", "text": "beta?"}]
+    datasets.Dataset.from_list(corpus).to_parquet(str(hub / "corpus.parquet"))
+    datasets.Dataset.from_list(queries).to_parquet(str(hub / "queries.parquet"))
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in corpus))
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    tsv = "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td4\t1\n"
+    for p in (tmp_path / "mbppbeir-qrels" / "test.tsv", folder / "qrels" / "test.tsv"):
+        p.write_text(tsv)
+    a, b = load_hub_beir(str(hub)), read_beir(folder)
+    assert a.corpus == b.corpus == {"d1": "alpha", "d2": "T", "d3": "", "d4": "T beta"}
+    assert a.queries == b.queries == {"q1": "", "q2": "beta?"}
+
+
 def test_hub_failure_and_bad_fields_are_one_line_errors(tmp_path):
     r = evalkit("retrieve", "--task", "retrieval", "--data", "hub:BeIR/scifact", cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr

@@ -37,7 +37,8 @@ def register(sub):
                         "there), numpy, flat (faiss exact), hnsw or ivf (faiss approximate; recall vs exact recorded)")
     p.add_argument("--index-threshold", type=int, default=1_000_000, help="auto: faiss from this many vectors (1000000)")
     p.add_argument("--index-args", default="", metavar="K=V,...",
-                   help="hnsw: m=32,ef_construction=200,ef_search=128; ivf: nlist=(4*sqrt n),nprobe=16,seed=1234")
+                   help="hnsw: m=32,ef_construction=200,ef_search=128; ivf: nlist=(4*sqrt n),nprobe=16,"
+                        "seed=(k-means seed; default derived from --seed)")
     p.add_argument("--rerank", default=None, metavar="hf:PATH|vllm:PATH",
                    help="rerank each retriever's top --rerank-top documents with a sequence-classification model "
                         "(hf: transformers, the reference; vllm: LLM(runner='pooling') classify); each retriever "

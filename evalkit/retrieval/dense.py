@@ -1,6 +1,6 @@
 """Dense bi-encoder retrieval: a sentence embedder (transformers mean pooling, the reference, or
 vLLM's ``LLM.embed``), L2-normalised vectors and inner-product search (``vector_index``: exact numpy,
-faiss flat from 50k vectors, faiss HNSW/IVF on request). Both embedders read the same token ids (the model's tokenizer,
+faiss flat from 1,000,000 vectors, faiss HNSW/IVF on request). Both embedders read the same token ids (the model's tokenizer,
 truncated at sentence-transformers' ``max_seq_length``), so they agree to float rounding."""
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ def make_embedder(backend: str, model_dir: Path, **kw) -> Embedder:
 def search(query_vecs: np.ndarray, doc_vecs: np.ndarray, doc_ids: Sequence[str], query_ids: Sequence[str],
            depth: int, use_faiss: Optional[bool] = None) -> dict[str, dict[str, float]]:
     """Exact top-``depth`` by inner product (cosine on normalised vectors): {query: {doc: score}};
-    ``use_faiss`` None: ``evalkit.retrieval.vector_index``'s auto choice (faiss flat from 50k docs)."""
+    ``use_faiss`` None: ``evalkit.retrieval.vector_index``'s auto choice (faiss flat from 1,000,000 docs)."""
     from evalkit.retrieval.vector_index import IndexSpec, search_run
     spec = IndexSpec() if use_faiss is None else IndexSpec("flat" if use_faiss else "numpy")
     return search_run(query_vecs, doc_vecs, doc_ids, query_ids, depth, spec)[0]

@@ -148,6 +148,13 @@ def read_beir_qrels(path) -> dict[str, dict[str, int]]:
     return qrels
 
 
+def doc_text(title, text) -> str:
+    """A document's searchable text, ``title text`` (as BEIR joins them); a null title or text reads as ""."""
+    title = "" if title is None else str(title)
+    text = "" if text is None else str(text)
+    return f"{title} {text}".strip() if title else text
+
+
 def _read_id_text(path: Path, kind: str, with_title: bool) -> dict[str, str]:
     out: dict[str, str] = {}
     for rec in jsonl_records(path, "a JSON object with '_id' and 'text'"):
@@ -158,8 +165,7 @@ def _read_id_text(path: Path, kind: str, with_title: bool) -> dict[str, str]:
         i = str(obj["_id"])
         if i in out:
             raise DataError(f"{where}: {kind} id {i!r} appears twice")
-        title = str(obj.get("title") or "") if with_title else ""
-        out[i] = (title + " " + str(obj["text"])).strip() if title else str(obj["text"])
+        out[i] = doc_text(obj.get("title") if with_title else None, obj["text"])
     if not out:
         raise DataError(f"{path}: empty {kind} (no documents)" if kind == "corpus" else f"{path}: no {kind}")
     return out

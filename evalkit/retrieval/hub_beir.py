@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 from evalkit.data import DataError
-from evalkit.retrieval.formats import RetrievalData
+from evalkit.retrieval.formats import RetrievalData, doc_text
 
 PREFIX = "hub:"
 
@@ -54,9 +54,7 @@ def _id_text(ds, where: str, kind: str, with_title: bool) -> dict[str, str]:
         doc_id = str(row["_id"])
         if doc_id in out:
             raise DataError(f"{where} row {i}: {kind} id {doc_id!r} appears twice")
-        title = str(row.get("title") or "") if with_title else ""
-        text = str(row["text"] or "")
-        out[doc_id] = f"{title} {text}".strip() if title else text
+        out[doc_id] = doc_text(row.get("title") if with_title else None, row["text"])
     if not out:
         raise DataError(f"{where}: empty {kind}")
     return out

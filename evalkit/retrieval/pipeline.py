@@ -118,7 +118,7 @@ class _Runs:
         from evalkit.backends.embedding import EmbeddingBackend
         from evalkit.cache import NullCache, ResponseCache
         from evalkit.retrieval.dense import make_embedder
-        from evalkit.retrieval.vector_index import IndexSpec, search_run
+        from evalkit.retrieval.vector_index import IndexSpec, search_run, split_info
         from evalkit.retrieval.embed_models import resolve_embedder
         cfg = self.cfg
         kw = {"threads": cfg.threads} if cfg.embed_backend in ("hf", "transformers") else {}
@@ -135,9 +135,9 @@ class _Runs:
         finally:
             cache.close()
             backend.close()
-        spec = IndexSpec(cfg.index, cfg.index_threshold, dict(cfg.index_args), cfg.threads)
+        spec = IndexSpec(cfg.index, cfg.index_threshold, dict(cfg.index_args), cfg.threads, cfg.seed)
         run, info = search_run(qv, docs, list(self.corpus), list(self.queries), self.depth, spec)
-        measured = {k: info.pop(k) for k in list(info) if k.startswith("recall")}
+        info, measured = split_info(info)  # threshold, library, recall: stats, not identity
         self.embed_stats = {**stats, "corpus_embed_s": round(t1 - t0, 3), "query_embed_s": round(t2 - t1, 3),
                             "search_s": round(time.time() - t2, 3), "cache": str(cfg.cache_path or "none"),
                             **({"search_" + k: v for k, v in measured.items()})}

@@ -8,9 +8,14 @@ Index kinds (``--index``):
 - ``numpy``: exact, in blocks of 256 queries.
 - ``flat``: faiss ``IndexFlatIP``, exact.
 - ``hnsw``: faiss ``IndexHNSWFlat`` (inner product), approximate: ``m`` (32), ``ef_construction``
-  (200), ``ef_search`` (128).
+  (200), ``ef_search`` (128). Built on one thread: faiss's parallel inserts make the graph depend on
+  the thread schedule; searches stay parallel (each query alone is deterministic).
 - ``ivf``: faiss ``IndexIVFFlat`` (inner product), approximate: ``nlist`` (default 4·sqrt(n)),
-  ``nprobe`` (16), k-means ``seed`` (1234).
+  ``nprobe`` (16), k-means ``seed`` (default: derived from the run seed, recorded).
+
+``threads`` sets faiss's OpenMP threads for the call only (the previous count is restored after).
+``split_info`` parts the search info into what changes results (index kind, exact, the approximate
+index's parameters: the retriever's identity) and the rest (threshold, library, recall: stats).
 
 Ties: where tied scores straddle the depth cut, the lowest corpus positions are kept. faiss's heap
 keeps other ones (measured: the higher positions of duplicated vectors), so faiss is asked for
@@ -23,14 +28,17 @@ An approximate index records its recall@depth against exact search on up to 200 
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 import numpy as np
 
+from evalkit.stats import derive_seed
+
 KINDS = ("auto", "numpy", "flat", "hnsw", "ivf")
 PARAMS = {"hnsw": {"m": 32, "ef_construction": 200, "ef_search": 128},
-          "ivf": {"nlist": 0, "nprobe": 16, "seed": 1234}}
+          "ivf": {"nlist": 0, "nprobe": 16, "seed": None}}  # seed None: derived from the run seed
 RECALL_SAMPLE = 200
 TIE_MARGIN = 32
 
@@ -41,6 +49,7 @@ class IndexSpec:
     threshold: int = 1_000_000
     params: dict = field(default_factory=dict)
     threads: Optional[int] = None
+    seed: int = 1234                       # the run seed (ivf's k-means seed derives from it)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -60,6 +69,26 @@ class IndexSpec:
         if n < self.threshold:
             return "numpy"
         return "flat" if _faiss() is not None else "numpy"
+
+
+def split_info(info: dict) -> tuple[dict, dict]:
+    """(identity, stats) of ``topk``'s info: identity holds only what changes the results."""
+    keep = {"index", "exact", *PARAMS.get(info["index"], {})}
+    return ({k: v for k, v in info.items() if k in keep}, {k: v for k, v in info.items() if k not in keep})
+
+
+@contextmanager
+def _omp_threads(faiss, n: Optional[int]):
+    """faiss's process-wide OpenMP thread count set to ``n`` (when given) inside, restored after."""
+    if not n:
+        yield
+        return
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(n)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
 
 
 def _faiss():
@@ -104,7 +133,8 @@ def faiss_index(kind: str, doc_vecs: np.ndarray, params: dict):
         index.cp.seed = params["seed"]
         index.train(doc_vecs)
         index.nprobe = params["nprobe"]
-    index.add(doc_vecs)
+    with _omp_threads(faiss, 1 if kind == "hnsw" else None):  # parallel HNSW inserts are schedule-dependent
+        index.add(doc_vecs)
     return index
 
 
@@ -126,16 +156,19 @@ def topk(query_vecs: np.ndarray, doc_vecs: np.ndarray, depth: int, spec: Optiona
         params["nlist"] = params["nlist"] or max(1, min(n, int(4 * math.sqrt(n))))
         if params["nlist"] > n:
             raise ValueError(f"--index-args nlist={params['nlist']}: more lists than the {n} vectors to cluster")
+        if params["seed"] is None:
+            params["seed"] = derive_seed(spec.seed, "ivf", "kmeans") % (2 ** 31)
     faiss = _faiss()
-    if spec.threads and faiss is not None:
-        faiss.omp_set_num_threads(spec.threads)
-    index = faiss_index(kind, np.ascontiguousarray(doc_vecs, dtype=np.float32), params)
-    # faiss's heap settles ties at the cut its own way: fetch TIE_MARGIN more, then keep the canonical
-    # top depth (score desc, position asc), as numpy does
-    scores, idx = index.search(q, min(n, depth + TIE_MARGIN))
+    with _omp_threads(faiss, spec.threads if faiss is not None else None):
+        index = faiss_index(kind, np.ascontiguousarray(doc_vecs, dtype=np.float32), params)
+        # faiss's heap settles ties at the cut its own way: fetch TIE_MARGIN more, then keep the canonical
+        # top depth (score desc, position asc), as numpy does
+        scores, idx = index.search(q, min(n, depth + TIE_MARGIN))
     order = np.lexsort((np.where(idx < 0, n, idx), -scores), axis=1)[:, :depth]
     scores, idx = np.take_along_axis(scores, order, axis=1), np.take_along_axis(idx, order, axis=1)
     info.update({"library": f"faiss {faiss.__version__}", **params})
+    if kind == "hnsw":
+        info["build_threads"] = 1
     if not info["exact"]:
         sample = min(len(q), RECALL_SAMPLE)
         _, exact = numpy_topk(q[:sample], doc_vecs, depth)
