@@ -267,3 +267,33 @@ def test_null_inside_a_style_object_is_an_error_in_both_readers(battles, tmp_pat
     assert "battle #18" in str(err.value)
     with pytest.raises(TypeError):                       # the per-battle reference agrees
         compute_bt_style([Battle.from_dict(r) for r in rows])
+
+
+def test_undetermined_model_standardises_over_all_battles(battles, tmp_path):
+    """A model that never loses has no rating; the others are fitted on the battles among
+    themselves with the style design standardised over *all* the battles, as FastChat's
+    construct_style_matrices (and compute_bt_style) standardise over every battle given."""
+    solo = [Battle(f"s{i}", "solo", NAMES[i % 6], "model_a", extra={"conv_metadata": {
+        **battles[i].extra["conv_metadata"], "sum_assistant_a_tokens": 5000}}) for i in range(40)]
+    every = battles[:1500] + solo
+    table = read_battle_table(write_jsonl(tmp_path / "u.jsonl", every), style=STYLE_CONTROL_ELEMENTS_V1)
+    design = _style_design(every)                                       # standardised over all battles
+    live = [i for i, b in enumerate(every) if "solo" not in (b.model_a, b.model_b)]
+    for l2, C in ((0.0, None), (0.5, 1.0)):
+        with pytest.warns(RuntimeWarning, match="solo"):
+            board, coefs = style_leaderboard(table, rounds=0, l2=l2)
+        assert not board.loc["solo", "determined"] and math.isnan(board.loc["solo", "rating"])
+        ref, ref_coef = sklearn_bt([every[i] for i in live], extra_columns=design[live], C=C,
+                                   solver="newton-cholesky")
+        assert max_rel(board["rating"].drop("solo").to_dict(), ref) < 1e-10
+        np.testing.assert_allclose(coefs["coef"].to_numpy(), ref_coef, atol=1e-9)
+
+
+def test_style_control_with_elo_is_refused_once(battles, tmp_path, capsys):
+    """``--style-control`` needs ``--method bt``: the CLI and the API give the one message (summary.rate)."""
+    from evalkit.judges.arena import rate
+    path = write_jsonl(tmp_path / "b.jsonl", battles[:50])
+    assert main(["arena", "rate", str(path), "--style-control", "--method", "elo", "--no-output"]) != 0
+    assert "--style-control works with --method bt only" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="--method bt only"):
+        rate(read_battle_table(path, style=STYLE_CONTROL_ELEMENTS_V1), "elo", style_control=True)
