@@ -8,7 +8,11 @@ that only the (few) distinct names are ever Python strings; a JSON array is
 decoded element by element into the same arrays.  Memory stays at one block
 plus ~9 bytes per battle.  The table equals ``as_table(load_battles(path))``.
 With ``style=`` (style control) each battle's ``conv_metadata`` style ratios are read too, into
-``table.style`` (``evalkit.arena.style_columns``; 8 more bytes per battle and feature).
+``table.style`` (``evalkit.arena.style_columns``; 8 more bytes per battle and feature).  For JSON
+Lines only those style keys are parsed (their shape declared from the first block; other fields are
+skipped, so they never send a file to the exact reader).  Limitation: a key that a style object first
+shows after the first block is skipped too (pyarrow ignores undeclared keys at every depth); a row
+lacking a key the first block shows goes to the exact reader.
 
 Errors are ``BattleFormatError`` naming file, line and field, the same
 messages ``load_battles`` gives: whenever the fast path meets anything it does
