@@ -204,24 +204,30 @@ def grpo_figures(store, cells: pd.DataFrame, col: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=GRPO_COLUMNS)
 
 
-BEST_OF_N_COLUMNS = ["model", "run_id", "method", "k", "value", "ci_low", "ci_high", "n"]
+BEST_OF_N_COLUMNS = ["model", "run_id", "reward_model", "method", "k", "value", "ci_low", "ci_high", "n"]
 BEST_OF_N_METHODS = {"pass@1": "pass@1 (mean of the first N)", "maj": "maj@N (majority vote)",
                      "oracle": "oracle@N (any correct)", "rm_best_of": "rm_best_of@N (reward model's pick)"}
 
 
-def best_of_n_figures(store, cells: pd.DataFrame, col: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def best_of_n_figures(store, cells: pd.DataFrame, col: str, latest_only: bool = True
+                      ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Best-of-N figures of one column's runs with ``--reward-model`` (``tasks.<t>.best_of_n``):
     ``(curves, headline)``. ``curves``: one row per model, method and N with the value and its 95%
     interval (``curves_ci``; older records: the per-N metric where there is one). ``headline``: per
-    model the figures at full N and ``rm_auroc``, each ``{value, ci_low, ci_high, n}``."""
-    sel = cells[cells["col"] == col].drop_duplicates("entry")
-    rows, heads = [], []
+    run the figures at full N and ``rm_auroc``, each ``{value, ci_low, ci_high, n}``. Both carry the
+    run id and its reward model's name (``run.reward_model``), so two runs of one model stay apart;
+    ``latest_only`` keeps the latest run per model row and reward model."""
+    sel = cells[cells["col"] == col].sort_values("created_at", ascending=False, kind="stable")
+    rows, heads, seen = [], [], set()
     recs = store.records()
-    for _, c in sel.iterrows():
+    for _, c in sel.drop_duplicates("run_id").iterrows():
         b = recs[c["run_id"]].tasks.get(c["task"], {}).get("best_of_n") or {}
         ns, curves = b.get("ns") or [], b.get("curves") or {}
-        if not ns or not isinstance(curves, dict):
+        rm_info = recs[c["run_id"]].run.reward_model or {}
+        rm = str(rm_info.get("name") or rm_info.get("spec") or b.get("reward_model") or "reward model")
+        if not ns or not isinstance(curves, dict) or (latest_only and (c["entry"], rm) in seen):
             continue
+        seen.add((c["entry"], rm))
         bands, metrics = b.get("curves_ci") or {}, b.get("metrics") or {}
         n_items = (metrics.get("rm_auroc") or {}).get("n")
         for method, values in curves.items():
@@ -233,17 +239,18 @@ def best_of_n_figures(store, cells: pd.DataFrame, col: str) -> tuple[pd.DataFram
                 mv = metrics.get(f"{method}@{k}") or (metrics.get("pass@1") if method == "pass@1" and k == ns[-1]
                                                       else None) or {}
                 lo, hi = (band if band else (mv.get("ci_low"), mv.get("ci_high")))
-                rows.append({"model": c["label"], "run_id": c["run_id"], "method": method, "k": int(k),
-                             "value": float(v), "ci_low": lo, "ci_high": hi, "n": mv.get("n", n_items)})
+                rows.append({"model": c["label"], "run_id": c["run_id"], "reward_model": rm, "method": method,
+                             "k": int(k), "value": float(v), "ci_low": lo, "ci_high": hi, "n": mv.get("n", n_items)})
         n = b.get("n_samples") or ns[-1]
         for label in ("pass@1", f"maj@{n}", f"oracle@{n}", f"rm_best_of@{n}", "rm_auroc"):
             mv = metrics.get(label)
             if isinstance(mv, dict):
-                heads.append({"model": c["label"], "run_id": c["run_id"], "N": int(n), "figure": label,
-                              "value": mv.get("value"), "ci_low": mv.get("ci_low"), "ci_high": mv.get("ci_high"),
+                heads.append({"model": c["label"], "run_id": c["run_id"], "reward_model": rm, "N": int(n),
+                              "figure": label, "value": mv.get("value"), "ci_low": mv.get("ci_low"), "ci_high": mv.get("ci_high"),
                               "n": mv.get("n")})
     return (pd.DataFrame(rows, columns=BEST_OF_N_COLUMNS),
-            pd.DataFrame(heads, columns=["model", "run_id", "N", "figure", "value", "ci_low", "ci_high", "n"]))
+            pd.DataFrame(heads, columns=["model", "run_id", "reward_model", "N", "figure", "value", "ci_low",
+                                         "ci_high", "n"]))
 
 
 # ---- judges ---------------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ def render(store, filters: tables.Filters) -> None:
                    "trace, or had no parseable answer (from the samples)")
     render_breakdowns(store, cells, col, metric)
     render_grpo(store, cells, col)
-    view_best_of_n.render(store, cells, col)
+    view_best_of_n.render(store, filters, col)
     render_samples(store, sel, metric, hib, meta.set_index("col").loc[col, "family"])
 
 

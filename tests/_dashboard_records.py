@@ -224,20 +224,24 @@ def best_of_n_problems(policy: str, items: int = 21) -> list[dict]:
 
 
 def best_of_n_records(out: Path) -> Path:
-    """Two runs with ``--reward-model``-style best-of-N figures on a 21-item GSM8K column (tag ``bon``),
-    computed by ``evalkit.best_of_n`` from ``best_of_n_problems``."""
+    """Three runs with ``--reward-model``-style best-of-N figures on a 21-item GSM8K column (tag ``bon``),
+    computed by ``evalkit.best_of_n`` from ``best_of_n_problems``: ``bon-policy-good-rm`` scored by
+    ``fixture-rm`` (good rewards) and, in a second run of the same model, by ``fixture-rm-2`` (bad
+    rewards); ``bon-policy-bad-rm`` by ``fixture-rm`` (bad rewards)."""
     from evalkit import best_of_n
     from evalkit.records import ModelInfo, TaskEntry, new_run, write_run
 
-    for name, policy in (("bon-policy-good-rm", "good"), ("bon-policy-bad-rm", "bad")):
+    for name, policy, rm in (("bon-policy-good-rm", "good", "fixture-rm"), ("bon-policy-bad-rm", "bad", "fixture-rm"),
+                             ("bon-policy-good-rm", "bad", "fixture-rm-2")):
         problems = best_of_n_problems(policy)
         entry = TaskEntry(version="1", n_docs=len(problems), prompt_hash="bon-hand-built", output_type="generate_until",
                           metrics={"exact_match": {"value": 1 / 3, "stderr": 0.1, "ci_low": 0.15, "ci_high": 0.55,
                                                    "n": len(problems), "kind": "mean", "higher_is_better": True}})
         rows = [{"doc_id": str(i), "prompt": f"Question {i}?", "responses": [f"answer {v}" for v in p["votes"]],
                  "target": "42", "metrics": {"exact_match": p["correct"][0]}} for i, p in enumerate(problems)]
-        best_of_n.attach(entry, rows, problems, seed=1234, task="gsm8k", reward_model="fixture-rm")
+        best_of_n.attach(entry, rows, problems, seed=1234, task="gsm8k")
         run = new_run("evaluation", ModelInfo(spec=f"hf:{name}", name=name, backend="hf", identity_hash=name),
-                      {"tags": ["bon"]}, {"gsm8k": entry}, label=name)
+                      {"tags": ["bon"]}, {"gsm8k": entry}, label=name,
+                      reward_model={"spec": f"hf:{rm}", "name": rm, "backend": "hf"})
         write_run(out, run, {"gsm8k": rows})
     return out

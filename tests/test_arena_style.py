@@ -214,18 +214,86 @@ def test_arena_page_shows_style_controlled_ratings(battles, tmp_path, monkeypatc
     assert len(specs) == 4 and sum("Style-controlled BT rating" in s for s in specs) == 1   # + ratings, 2 heatmaps
 
 
-def test_keys_that_appear_late_are_not_dropped(battles, tmp_path):
-    """A style object that gains a key, or a new top-level field, after the reader's first block
-    (arrow infers types from that block) still counts: the exact reader takes over, same numbers
-    as summing every value (FastChat's extract_style_feature)."""
-    rows = json.loads(json.dumps([b.to_dict() for b in battles]))        # a deep copy: the fixture stays
-    rows[-1]["conv_metadata"]["header_count_a"]["h3"] = 7
+def test_unrelated_fields_never_leave_the_fast_path(battles, tmp_path, monkeypatch):
+    """Style control declares conv_metadata's style keys and skips every other field: a new
+    top-level field, and an unrelated field that changes type, after the first block keep the file
+    on the fast (pyarrow) path, with the numbers of summing every value (FastChat's
+    extract_style_feature); a style object that lacks one of its keys there goes to the exact reader."""
+    from evalkit.arena import stream
+    from evalkit.arena.style_columns import record_ratios
+
+    real, exact = stream._exact, []                  # which files the exact (Python) reader read
+
+    def spy(path, *rest):
+        exact.append(path)
+        return real(path, *rest)
+
+    monkeypatch.setattr(stream, "_exact", spy)
+    rows = json.loads(json.dumps([dict(b.to_dict(), tstamp=1) for b in battles]))   # a deep copy
+    rows[-1]["tstamp"] = "yesterday"                                   # unrelated: number -> string
     rows[-2]["late_field"] = {"nested": [1, 2]}
     path = tmp_path / "late.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert path.stat().st_size > 1 << 20                                # the changes sit past the first block
     table = read_battle_table(path, style=STYLE_CONTROL_ELEMENTS_V1)
-    from evalkit.arena.style_columns import record_ratios
+    assert exact == []
     want = np.array([record_ratios(r, STYLE_CONTROL_ELEMENTS_V1) for r in rows])
     np.testing.assert_array_equal(table.style, want)
-    assert want[-1, 1] != np.array(record_ratios(battles[-1].to_dict(), STYLE_CONTROL_ELEMENTS_V1))[1]
+    as_array = tmp_path / "late.json"
+    as_array.write_text(json.dumps(rows))
+    board, coefs = style_leaderboard(table, rounds=0)
+    ref_board, ref_coefs = style_leaderboard(read_battle_table(as_array, style=STYLE_CONTROL_ELEMENTS_V1), rounds=0)
+    assert exact == [as_array]
+    assert board["rating"].to_dict() == ref_board["rating"].to_dict() and coefs.equals(ref_coefs)
+    del rows[-1]["conv_metadata"]["header_count_a"]["h2"]               # a key this row lacks: exact reader
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    np.testing.assert_array_equal(read_battle_table(path, style=STYLE_CONTROL_ELEMENTS_V1).style,
+                                  [record_ratios(r, STYLE_CONTROL_ELEMENTS_V1) for r in rows])
+    assert exact[-1] == path
+
+
+def test_null_inside_a_style_object_is_an_error_in_both_readers(battles, tmp_path):
+    """{"h1": 1, "h2": null}: FastChat's sum() fails on it, and so do both readers (JSON Lines
+    through pyarrow, a JSON array through the exact reader), naming file, line and field."""
+    rows = json.loads(json.dumps([b.to_dict() for b in battles[:40]]))
+    rows[17]["conv_metadata"]["header_count_b"]["h2"] = None
+    jsonl, array = tmp_path / "n.jsonl", tmp_path / "n.json"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    array.write_text(json.dumps(rows))
+    for path, where in ((jsonl, "n.jsonl:18: "), (array, "n.json: ")):
+        with pytest.raises(BattleFormatError) as err:
+            read_battle_table(path, style=STYLE_CONTROL_ELEMENTS_V1)
+        assert err.value.field == "conv_metadata.header_count_b" and where in str(err.value)
+    assert "battle #18" in str(err.value)
+    with pytest.raises(TypeError):                       # the per-battle reference agrees
+        compute_bt_style([Battle.from_dict(r) for r in rows])
+
+
+def test_undetermined_model_standardises_over_all_battles(battles, tmp_path):
+    """A model that never loses has no rating; the others are fitted on the battles among
+    themselves with the style design standardised over *all* the battles, as FastChat's
+    construct_style_matrices (and compute_bt_style) standardise over every battle given."""
+    solo = [Battle(f"s{i}", "solo", NAMES[i % 6], "model_a", extra={"conv_metadata": {
+        **battles[i].extra["conv_metadata"], "sum_assistant_a_tokens": 5000}}) for i in range(40)]
+    every = battles[:1500] + solo
+    table = read_battle_table(write_jsonl(tmp_path / "u.jsonl", every), style=STYLE_CONTROL_ELEMENTS_V1)
+    design = _style_design(every)                                       # standardised over all battles
+    live = [i for i, b in enumerate(every) if "solo" not in (b.model_a, b.model_b)]
+    for l2, C in ((0.0, None), (0.5, 1.0)):
+        with pytest.warns(RuntimeWarning, match="solo"):
+            board, coefs = style_leaderboard(table, rounds=0, l2=l2)
+        assert not board.loc["solo", "determined"] and math.isnan(board.loc["solo", "rating"])
+        ref, ref_coef = sklearn_bt([every[i] for i in live], extra_columns=design[live], C=C,
+                                   solver="newton-cholesky")
+        assert max_rel(board["rating"].drop("solo").to_dict(), ref) < 1e-10
+        np.testing.assert_allclose(coefs["coef"].to_numpy(), ref_coef, atol=1e-9)
+
+
+def test_style_control_with_elo_is_refused_once(battles, tmp_path, capsys):
+    """``--style-control`` needs ``--method bt``: the CLI and the API give the one message (summary.rate)."""
+    from evalkit.judges.arena import rate
+    path = write_jsonl(tmp_path / "b.jsonl", battles[:50])
+    assert main(["arena", "rate", str(path), "--style-control", "--method", "elo", "--no-output"]) != 0
+    assert "--style-control works with --method bt only" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="--method bt only"):
+        rate(read_battle_table(path, style=STYLE_CONTROL_ELEMENTS_V1), "elo", style_control=True)

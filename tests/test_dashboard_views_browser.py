@@ -217,33 +217,39 @@ def test_grpo_group_figures_and_passk_curves(page, server, results):
 
 
 def test_best_of_n_curves_per_model_and_rm_auroc(page, server, results):
-    """Runs with best-of-N figures: per model a chart with a line per method over N = 1, 2, 4 (CI bands),
-    and the table of the figures at full N with rm_auroc, as the records say and as worked out by hand
-    (recs.best_of_n_problems)."""
+    """Runs with best-of-N figures: per run (model and reward model) a chart with a line per method over
+    N = 1, 2, 4 (CI bands), and the table of the figures at full N with rm_auroc, a row per run (two reward
+    models on one model are two rows), as the records say and as worked out by hand (recs.best_of_n_problems)."""
     from evalkit.dashboards.tables import cell_text
-    runs = {r.run.model.name: r for r in store(results).records().values() if r.run.model.name.startswith("bon-")}
-    good, bad = (runs[f"bon-policy-{p}-rm"].tasks["gsm8k"]["best_of_n"] for p in ("good", "bad"))
+    runs = {(r.run.model.name, r.run.reward_model["name"]): r for r in store(results).records().values()
+            if r.run.model.name.startswith("bon-")}
+    assert len(runs) == 3
+    figs = {key: r.tasks["gsm8k"]["best_of_n"] for key, r in runs.items()}
+    good, bad = figs["bon-policy-good-rm", "fixture-rm"], figs["bon-policy-bad-rm", "fixture-rm"]
     assert good["ns"] == [1, 2, 4] and good["metrics"]["oracle@4"]["value"] == 1.0
     assert good["metrics"]["rm_auroc"]["value"] == 1.0 and bad["metrics"]["rm_auroc"]["value"] == 0.0
     assert good["metrics"]["rm_best_of@4"]["value"] == 1.0 and bad["metrics"]["rm_best_of@4"]["value"] == 0.0
     assert abs(good["metrics"]["maj@4"]["value"] - 1 / 3) < 1e-12 and abs(good["curves"]["pass@1"][-1] - 1 / 3) < 1e-12
+    assert figs["bon-policy-good-rm", "fixture-rm-2"]["metrics"]["rm_auroc"]["value"] == 0.0
 
     shots.open_view(page, server.url, view="Task", task=col_of(results, "gsm8k", 21), tag="bon")
     page.get_by_role("heading", name="Best-of-N").wait_for(timeout=60_000)
     section = page.locator(".st-key-best_of_n_section")
-    for model in runs:
-        chart = section.locator("[data-testid=stVegaLiteChart]").filter(has_text=f"{model}: best-of-N accuracy")
+    for model, rm in runs:
+        chart = section.locator("[data-testid=stVegaLiteChart]").filter(
+            has_text=f"{model} (reward model {rm}): best-of-N accuracy")
         chart.wait_for(timeout=60_000)
         for method in ("pass@1 (mean", "maj@N", "oracle@N", "rm_best_of@N"):   # a line per method, a point per N
-            assert chart.locator(f'path[aria-label*="method: {method}"]').count() >= 3, (model, method)
+            assert chart.locator(f'path[aria-label*="method: {method}"]').count() >= 3, (model, rm, method)
     grid = section.locator("[data-testid=stDataFrame]")
-    grid.locator("[role=row]").nth(2).wait_for(state="attached", timeout=60_000)
-    assert grid.locator("[role=row]").count() == 3                      # header + one row per model
-    cells = [c.strip() for c in grid.locator("[role=gridcell]").all_text_contents()]
-    for b in (good, bad):
-        for fig in ("rm_auroc", "rm_best_of@4", "oracle@4"):
-            mv = b["metrics"][fig]
-            assert cell_text(mv["value"], mv["ci_low"], mv["ci_high"], mv["n"]) in cells, (fig, cells)
+    grid.locator("[role=row]").nth(3).wait_for(state="attached", timeout=60_000)
+    assert grid.locator("[role=row]").count() == 4                      # header + one row per run
+    rows = [[c.strip() for c in row.locator("[role=gridcell]").all_text_contents()]
+            for row in grid.locator("[role=row]").all()[1:]]
+    for (model, rm), b in figs.items():                                # each run's row: its model, RM and figures
+        want = [cell_text(b["metrics"][f]["value"], b["metrics"][f]["ci_low"], b["metrics"][f]["ci_high"],
+                          b["metrics"][f]["n"]) for f in ("rm_auroc", "rm_best_of@4", "oracle@4")]
+        assert any(r[:2] == [model, rm] and all(w in r for w in want) for r in rows), (model, rm, rows)
     no_traceback(page)
 
 

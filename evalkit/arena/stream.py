@@ -8,7 +8,11 @@ that only the (few) distinct names are ever Python strings; a JSON array is
 decoded element by element into the same arrays.  Memory stays at one block
 plus ~9 bytes per battle.  The table equals ``as_table(load_battles(path))``.
 With ``style=`` (style control) each battle's ``conv_metadata`` style ratios are read too, into
-``table.style`` (``evalkit.arena.style_columns``; 8 more bytes per battle and feature).
+``table.style`` (``evalkit.arena.style_columns``; 8 more bytes per battle and feature).  For JSON
+Lines only those style keys are parsed (their shape declared from the first block; other fields are
+skipped, so they never send a file to the exact reader).  Limitation: a key that a style object first
+shows after the first block is skipped too (pyarrow ignores undeclared keys at every depth); a row
+lacking a key the first block shows goes to the exact reader.
 
 Errors are ``BattleFormatError`` naming file, line and field, the same
 messages ``load_battles`` gives: whenever the fast path meets anything it does
@@ -32,7 +36,7 @@ import numpy as np
 from evalkit.provenance import file_sha256 as _digest
 
 from .battles import Battle, BattleFormatError, load_battles
-from .style_columns import BadValue, arrow_ratios, record_ratios
+from .style_columns import BadValue, arrow_ratios, arrow_style_type, record_ratios
 from .table import WINNER_CODES, BattleTable
 
 __all__ = ["read_battle_table", "sniff_format"]
@@ -167,15 +171,32 @@ def _arrow_jsonl(path: Path, builder: _Builder) -> None:
 
     if not hasattr(pj, "open_json"):
         raise _Reject(None)
-    schema = pa.schema([(f, pa.string()) for f in (*_FIELDS, "judge")])
-    # style control: conv_metadata's types are inferred from the first block (a number or an object
-    # per feature); a later block with a new key or another type fails and the exact reader takes over
-    opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer" if builder.style else "ignore")
+    fields = [(f, pa.string()) for f in (*_FIELDS, "judge")]
+    if builder.style:
+        # style control: declare conv_metadata's style keys (their shape from the first block), so pyarrow
+        # parses the battle columns and those keys only and skips every other field (conversations, tags)
+        meta = arrow_style_type(_first_block(path), builder.style)
+        if meta is None:
+            raise _Reject(None)
+        fields.append(("conv_metadata", meta))
+    opts = pj.ParseOptions(explicit_schema=pa.schema(fields), unexpected_field_behavior="ignore")
     try:
         reader = pj.open_json(path, read_options=pj.ReadOptions(block_size=_BLOCK_BYTES), parse_options=opts)
         for batch in reader:
             _add_batch(batch, builder)
     except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError):
+        raise _Reject(None) from None
+
+
+def _first_block(path: Path) -> list:
+    """The records of the file's first block (whole lines), decoded by ``json``."""
+    with open(path, "rb") as fh:
+        data = fh.read(_BLOCK_BYTES)
+        whole = len(data) < _BLOCK_BYTES or not fh.read(1)
+    lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+    try:
+        return [json.loads(x) for x in (lines if whole else lines[:-1]) if x.strip()]
+    except (json.JSONDecodeError, UnicodeDecodeError):
         raise _Reject(None) from None
 
 

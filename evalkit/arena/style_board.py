@@ -4,7 +4,8 @@
 ``read_battle_table(paths, style=STYLE_CONTROL_ELEMENTS_V1)`` and returns the
 ratings table (same columns as ``bt_leaderboard``: models whose rating the
 battles do not pin down are ``determined=False`` with NaN rating, interval and
-rank; the others are fitted on the battles among themselves) and a table of
+rank; the others are fitted on the battles among themselves, the style design
+standardised over all the battles first, as FastChat does) and a table of
 the style coefficients with their intervals.  Point values are
 ``compute_bt_style``'s on the same battles; intervals come from the weighted
 bootstrap of ``evalkit.arena.style_fit``.
@@ -29,8 +30,9 @@ _OUTCOME = np.array([1.0, 0.0, 0.5, 0.5])      # winner code -> model A's score
 
 
 def style_problem(table: BattleTable, keep: np.ndarray | None = None) -> StyleProblem:
-    """The battles among the models in ``keep`` (all by default) as a ``StyleProblem``,
-    the style ratios standardised over those battles."""
+    """The battles among the models in ``keep`` (all by default) as a ``StyleProblem``, the
+    style ratios standardised over all the table's battles first (as FastChat's
+    ``construct_style_matrices`` and ``compute_bt_style``), then subset."""
     if table.style is None:
         raise ValueError("the battles were read without style features (read_battle_table(..., style=...))")
     models = list(table.models)
@@ -41,7 +43,8 @@ def style_problem(table: BattleTable, keep: np.ndarray | None = None) -> StylePr
         new = np.cumsum(keep) - 1
         a, b = new[a[live]].astype(np.int32), new[b[live]].astype(np.int32)
         models = [m for m, k in zip(models, keep) if k]
-    return StyleProblem(models, a, b, _OUTCOME[table.winner[live]], standardise(table.style[live]))
+    design = standardise(table.style)
+    return StyleProblem(models, a, b, _OUTCOME[table.winner[live]], np.ascontiguousarray(design[:, live]))
 
 
 def style_leaderboard(

@@ -8,8 +8,11 @@ builds.  Each value is a number or an object whose values are summed
 module computes those ratios chunk by chunk (float64, n x k), so a battle file
 never becomes Python objects: ``arrow_ratios`` for a pyarrow batch (JSON Lines
 or parquet), ``record_ratios`` for the exact line-by-line reader.  A value
-that is missing or not a number makes the fast path give up (``None`` row
-index) so the exact reader names file, line and field.
+that is missing or not a number, a null included (also inside an object:
+FastChat's ``sum()`` fails on it too), makes the fast path give up (``BadValue``
+row index) so the exact reader names file, line and field.  ``arrow_style_type``
+is the ``conv_metadata`` type the JSON Lines fast path declares, so that pyarrow
+parses the style keys only and skips every other field.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["arrow_ratios", "pair_elements", "record_ratios", "style_ratio"]
+__all__ = ["arrow_ratios", "arrow_style_type", "pair_elements", "record_ratios", "style_ratio"]
 
 
 def pair_elements(elements: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -50,11 +53,11 @@ def _numeric(arr) -> np.ndarray:
         total = np.zeros(len(arr))
         for i in range(t.num_fields):
             child = arr.field(i)
-            if pa.types.is_null(child.type):
-                continue
+            if child.null_count:      # a null, or a key this row lacks: the exact reader decides
+                raise BadValue(int(np.flatnonzero(child.is_null().to_numpy(zero_copy_only=False))[0]))
             if not (pa.types.is_integer(child.type) or pa.types.is_floating(child.type)):
                 raise BadValue(0)
-            total += child.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64)
+            total += child.to_numpy(zero_copy_only=False).astype(np.float64)
         return total
     if not (pa.types.is_integer(t) or pa.types.is_floating(t)) or arr.null_count:
         nulls = arr.is_null().to_numpy(zero_copy_only=False)
@@ -85,6 +88,28 @@ def arrow_ratios(batch, elements: Sequence[str]) -> np.ndarray:
     return out
 
 
+def arrow_style_type(sample: Sequence[Any], elements: Sequence[str]):
+    """The ``conv_metadata`` struct type holding only the style keys, from sample records (the
+    first block): a number is float64, an object a struct of float64 over the keys the sample
+    shows; ``None`` when a key is a number in one record and an object in another."""
+    import pyarrow as pa
+
+    kinds: dict[str, dict | None] = {}
+    for rec in sample:
+        meta = rec.get("conv_metadata") if isinstance(rec, Mapping) else None
+        for key in elements if isinstance(meta, Mapping) else ():
+            v = meta.get(key)
+            if isinstance(v, Mapping):
+                if kinds.get(key, {}) is None:
+                    return None
+                kinds.setdefault(key, {}).update(dict.fromkeys(v))
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                if kinds.setdefault(key, None) is not None:
+                    return None
+    return pa.struct([(key, pa.float64() if kinds.get(key) is None else
+                       pa.struct([(str(c), pa.float64()) for c in kinds[key]])) for key in elements])
+
+
 def _value(meta: Mapping[str, Any], key: str) -> float | None:
     v = meta.get(key)
     if isinstance(v, Mapping):
@@ -103,10 +128,8 @@ def record_ratios(rec: Mapping[str, Any], elements: Sequence[str]) -> list[float
     if not isinstance(meta, Mapping):
         return "conv_metadata"
     side_a, side_b = pair_elements(elements)
-    out = []
-    for ka, kb in zip(side_a, side_b):
-        va, vb = _value(meta, ka), _value(meta, kb)
+    raw_a, raw_b = [_value(meta, k) for k in side_a], [_value(meta, k) for k in side_b]
+    for ka, kb, va, vb in zip(side_a, side_b, raw_a, raw_b):
         if va is None or vb is None:
             return f"conv_metadata.{ka if va is None else kb}"
-        out.append((va - vb) / (va + vb + 1.0))
-    return out
+    return style_ratio(np.array(raw_a), np.array(raw_b)).tolist()

@@ -66,8 +66,6 @@ def run_rate(args):
     from evalkit.arena import STYLE_CONTROL_ELEMENTS_V1, read_battle_table
     from evalkit.judges.arena import arena_record, rate, write_arena
 
-    if args.style_control and args.method != "bt":
-        raise ValueError("--style-control works with --method bt only")
     style = STYLE_CONTROL_ELEMENTS_V1 if args.style_control else ()
     battles = read_battle_table(args.battles, style=style)   # columns, chunked: no Python object per battle
     if not len(battles):
