@@ -470,7 +470,7 @@ def test_server_replies_missing_fields_are_reply_errors():
 def test_server_backend_reuses_one_pool_and_its_connections(monkeypatch):
     """reward() calls share one thread pool whose threads keep their keep-alive connections; close()
     shuts the pool and closes them (a later call opens new ones). A loopback HTTP server counts the
-    TCP connections it accepts."""
+    TCP connections it accepts. max_length, when set, is part of the identity."""
     import http.server
     import threading
     from evalkit.backends.reward_catalog import make_reward_backend
@@ -510,12 +510,16 @@ def test_server_backend_reuses_one_pool_and_its_connections(monkeypatch):
         reqs = [RewardRequest(text="x" * k) for k in range(1, 7)]
         for _ in range(3):
             assert b.reward(reqs) == [float(k) for k in range(1, 7)]
-        pool = b._pool
-        assert pool is not None and len(accepted) <= 3  # /v1/models + one per pool thread, over 18 calls
+        pool, before = b._pool, len(accepted)
+        assert pool is not None and before <= 3  # /v1/models + one per pool thread, over 18 calls
         b.close()
         assert b._pool is None and pool._shutdown and not b.http._conns
-        assert b.reward(reqs[:2]) == [1.0, 2.0] and len(accepted) > 3
+        assert b.reward(reqs[:2]) == [1.0, 2.0] and len(accepted) > before
         b.close()
+        cut = make_reward_backend(f"vllm-server:http://127.0.0.1:{srv.server_address[1]}",
+                                  {"tokenizer": "server", "max_length": "100"})
+        assert "max_length" not in b.identity() and cut.identity()["max_length"] == 100
+        assert cut.identity_hash() != b.identity_hash()
     finally:
         srv.shutdown()
         srv.server_close()

@@ -10,11 +10,11 @@ vLLM 0.32 has no ``LLM.reward`` and no ``task=``; one engine serves one pooling 
   for ``Qwen2ForRewardModel``): a score per token; the reward is the last token's, per-step rewards
   are read at the step tags' positions.
 
-vLLM returns raw logits (``PoolingParams(use_activation=False)``) and ``activation=`` (sigmoid of the
-label, or softmax over the labels) is applied by ``RewardBackend.read_label``, as for every backend:
-vLLM's own activation depends on the head (sigmoid for one label, softmax for more, or the config's
-``problem_type``) and would not match the name. Prompts go in as the token ids ``RewardBackend`` makes, the
-same ids the transformers backend scores.
+vLLM returns raw logits (``PoolingParams(use_activation=False)``) and ``activation=`` (sigmoid of
+the label, or softmax over the labels) is applied by ``RewardBackend.read_label``, as for every
+backend: vLLM's own activation depends on the head (sigmoid for one label, softmax for more, or the
+config's ``problem_type``) and would not match the name. Prompts go in as the token ids
+``RewardBackend`` makes, the same ids the transformers backend scores.
 """
 from __future__ import annotations
 

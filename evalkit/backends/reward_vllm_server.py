@@ -14,15 +14,16 @@ Rendering: with a tokenizer at hand (``tokenizer=PATH``, or by default the serve
 when the server reports a ``root`` that exists here) the conversation is rendered and tokenized
 here, exactly as the transformers and offline vLLM backends do, and token ids go in batches of
 ``batch_size``; ``tokenizer=server`` (or no local folder) sends each conversation as ``messages``
-and the server renders its chat template. ``concurrency`` calls run at once (one thread pool, each thread keeping its connection open until
-``close()``); each call has
+and the server renders its chat template. ``concurrency`` calls run at once (one thread pool for
+the backend's life, each thread keeping its connection open until ``close()``); each call has
 ``timeout`` seconds and ``max_retries`` retries with backoff, and errors name the route.
 
 The API key comes from the environment variable named by ``api_key_env`` (default
 ``VLLM_API_KEY``, what ``vllm serve`` itself reads); it is never recorded. The identity (the cache
 key) holds the served model as ``GET /v1/models`` reports it (id, root, max_model_len), the local
 folder's file and weight hashes when rendering here, ``revision=`` (pin a weights hash for a remote
-server), the API, pooling and activation (and ``max_length`` when set); the server's address is not part of it.
+server), the API, pooling and activation (and ``max_length`` when set); the server's address is
+not part of it.
 """
 from __future__ import annotations
 

@@ -158,7 +158,7 @@ def register(sub):
     p.add_argument("--reward-args", default="", metavar="K=V,...",
                    help="reward backend options (see `evalkit reward --help`), e.g. activation=sigmoid; "
                         "step_agg=min|last|product scores each completion from per-step rewards (a process "
-                        "reward model; default min with pooling=step; product needs activation=sigmoid)")
+                        "reward model; default min with pooling=step; product needs activation=sigmoid|softmax)")
     from evalkit.cli.reasoning_args import add_reasoning_args
     add_reasoning_args(p)
     sinks.add_sink_args(p)
