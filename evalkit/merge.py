@@ -19,6 +19,23 @@ def _comparable(cfg: dict) -> dict:
     return {k: v for k, v in cfg.items() if k != "shard"}
 
 
+def _check_same_reward_model(recs) -> None:
+    """Shards of a --reward-model run must share the reward model (its identity) and step_agg."""
+    def of(r) -> tuple:
+        rm = r.data.get("reward_model") or {}
+        return rm.get("identity_hash"), {name: (e.best_of_n or {}).get("step_agg") for name, e in r.run.tasks.items()}
+    (ident, aggs), first = of(recs[0]), recs[0].path
+    for r in recs[1:]:
+        got_ident, got_aggs = of(r)
+        if got_ident != ident:
+            raise ValueError(f"{r.path}: reward model identity_hash {got_ident} differs from {ident} in {first}; "
+                             f"shards must share one reward model")
+        for name in sorted(set(aggs) | set(got_aggs)):
+            if got_aggs.get(name) != aggs.get(name):
+                raise ValueError(f"{r.path}: task {name} best_of_n.step_agg {got_aggs.get(name)} differs from "
+                                 f"{aggs.get(name)} in {first}; shards must share one step_agg")
+
+
 def merge_runs(paths: list, output_dir) -> Path:
     recs = [load_run(p) for p in paths]
     if not recs:
@@ -34,6 +51,7 @@ def merge_runs(paths: list, output_dir) -> Path:
         if not d["config"].get("shard"):
             raise ValueError(f"{r.path}: not a shard record (run with --shard I/N)")
         shards.append(tuple(d["config"]["shard"]))
+    _check_same_reward_model(recs)
     count = shards[0][1]
     if any(n != count for _, n in shards) or sorted(i for i, _ in shards) != list(range(count)):
         raise ValueError(f"shards {sorted(shards)} do not cover 0..{count - 1} exactly once")

@@ -5,8 +5,8 @@ with ``--reward-args step_agg=...``).
   (Math-Shepherd, Wang et al. 2024; also compared by Lightman et al. 2023). The default because it
   is well defined on raw rewards, evalkit's default activation.
 * ``product``: the probability that every step is correct (Lightman et al. 2023, "Let's Verify
-  Step by Step"). It multiplies probabilities, so it needs ``activation=sigmoid`` (with raw rewards
-  a product of two negative scores would rank above a positive one).
+  Step by Step"). It multiplies probabilities, so it needs ``activation=sigmoid`` or ``softmax``
+  (with raw rewards a product of two negative scores would rank above a positive one).
 * ``last``: the last step's reward (the PRM read as an outcome reward model).
 
 A completion with no steps cannot happen here (an empty response is one empty step).
@@ -25,9 +25,9 @@ def check_step_agg(step_agg: Optional[str], activation: str) -> Optional[str]:
         return None
     if step_agg not in STEP_AGGS:
         raise ValueError(f"step_agg={step_agg!r}: expected one of {', '.join(STEP_AGGS)}")
-    if step_agg == "product" and activation != "sigmoid":
-        raise ValueError("step_agg=product multiplies step probabilities: add activation=sigmoid "
-                         "(raw rewards are not probabilities)")
+    if step_agg == "product" and activation not in ("sigmoid", "softmax"):
+        raise ValueError("step_agg=product multiplies step probabilities: add activation=sigmoid (one-label "
+                         "head) or activation=softmax (two or more labels); raw rewards are not probabilities")
     return step_agg
 
 

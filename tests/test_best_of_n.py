@@ -205,3 +205,22 @@ def test_verdicts_and_votes_from_the_tasks_own_scoring():
     correct, votes, metric = verdicts(m, [mdoc], [[r"So $\boxed{0.5}$.", r"$\boxed{\frac12}$", r"$\boxed{2}$"]], ctx)
     assert metric == "math_verify" and correct == [[1.0, 1.0, 0.0]]
     assert votes[0][2] == "2"
+
+
+def test_merge_refuses_shards_with_another_reward_model_or_step_agg(tmp_path):
+    """Shards whose reward model identity or best_of_n.step_agg differ are refused, naming both values
+    (the check runs on the records, before any task is rescored)."""
+    from evalkit.merge import merge_runs
+    from evalkit.records import ModelInfo, TaskEntry, new_run, write_run
+    model = ModelInfo(spec="hf:m", name="m", backend="hf", identity_hash="a" * 32)
+
+    def shard(i, rm_hash, agg):
+        run = new_run("evaluation", model, {"tasks": ["gsm8k"], "seed": 1, "shard": [i, 2]},
+                      {"gsm8k": TaskEntry(best_of_n={"step_agg": agg, "verifier_metric": "exact_match_numeric"})},
+                      label=f"s{i}", reward_model={"identity_hash": rm_hash, "step_agg": agg})
+        return str(write_run(tmp_path / f"s{i}-{rm_hash}-{agg}", run, {"gsm8k": []}))
+
+    with pytest.raises(ValueError, match="reward model identity_hash rm2 differs from rm1"):
+        merge_runs([shard(0, "rm1", "min"), shard(1, "rm2", "min")], tmp_path / "out")
+    with pytest.raises(ValueError, match="task gsm8k best_of_n.step_agg last differs from min"):
+        merge_runs([shard(0, "rm1", "min"), shard(1, "rm1", "last")], tmp_path / "out")

@@ -89,7 +89,7 @@ def test_sigmoid_activation_and_identity(rm_dir, hf_rm, hf_rewards):
     assert sig.identity_hash() != hf_rm.identity_hash()  # raw and squashed rewards never share a cache entry
     assert sig.pooling_info()["activation"] == "sigmoid" and hf_rm.pooling_info()["activation"] == "none"
     with pytest.raises(ValueError, match="activation"):
-        HFRewardBackend(rm_dir, activation="softmax")
+        HFRewardBackend(rm_dir, activation="tanh")
 
 
 def test_per_step_rewards_and_step_tag_in_prompt_refused(rm_dir):
@@ -271,8 +271,9 @@ def test_vllm_loads_a_tiny_random_qwen2_process_reward_model(tmp_path_factory):
     """Qwen2ForProcessRewardModel (two labels, STEP pooling at the step tag) through the offline
     backend, against an independent reference: transformers' Qwen2Model with the same weights and
     the head as vLLM's qwen2_rm.py defines it, read at the step-tag positions. Raw logits of either
-    label, and with activation=sigmoid vLLM's own activation (softmax over the two labels: the
-    probability that a step is good, as Qwen2.5-Math-PRM is read). Random weights: numerics only."""
+    label, with activation=softmax the probability over the two labels (a step is good, as
+    Qwen2.5-Math-PRM is read) and with activation=sigmoid the label's own sigmoid, as on hf (vLLM's
+    activation would be softmax here: evalkit reads raw logits). Random weights: numerics only."""
     pytest.importorskip("vllm")
     import os
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
@@ -289,12 +290,13 @@ def test_vllm_loads_a_tiny_random_qwen2_process_reward_model(tmp_path_factory):
         ref = tiny_qwen2_reference(path, [ids for ids, _ in inputs], all_labels=True)
         want = [ref[i][tags] for i, (_, tags) in enumerate(inputs)]  # (steps, 2) logits at the tags
         views = {"raw1": v}
-        for name, kw in (("raw0", {"label": 0}), ("prob1", {"label": 1, "activation": "sigmoid"})):
+        for name, kw in (("raw0", {"label": 0}), ("prob1", {"label": 1, "activation": "softmax"}),
+                         ("sig1", {"label": 1, "activation": "sigmoid"})):
             views[name] = VLLMRewardBackend(path, dtype="float32", pooling="step", step_tag="<file_sep>",
                                             max_model_len=1024, **kw)
             views[name]._llm = v.llm  # one engine: label and activation are read per request
         expect = {"raw1": [w[:, 1] for w in want], "raw0": [w[:, 0] for w in want],
-                  "prob1": [torch.softmax(w, -1)[:, 1] for w in want]}
+                  "prob1": [torch.softmax(w, -1)[:, 1] for w in want], "sig1": [torch.sigmoid(w[:, 1]) for w in want]}
         for name, b in views.items():
             got = b.reward(reqs[::-1])[::-1]
             assert [len(g) for g in got] == [2, 3], name
@@ -302,7 +304,7 @@ def test_vllm_loads_a_tiny_random_qwen2_process_reward_model(tmp_path_factory):
         assert all(0 < x < 1 for g in views["prob1"].reward(reqs) for x in g)
         assert v.pooling_info()["pooling"].startswith("STEP")
     finally:
-        for name in ("raw0", "prob1"):
+        for name in ("raw0", "prob1", "sig1"):
             if name in locals().get("views", {}):
                 views[name]._llm = None
         v.close()
@@ -332,3 +334,192 @@ def test_server_backend_errors_are_clear_without_a_server(tmp_path):
         make_reward_backend(f"vllm-server:http://127.0.0.1:{port}", {"api_key": "sk-x"})
     b = make_reward_backend(f"vllm-server:http://user:pw@127.0.0.1:{port}")
     assert "pw" not in b.record_spec and "pw" not in b.shown_url
+
+
+def test_error_messages_never_show_a_server_password():
+    from evalkit.backends.reward_catalog import make_reward_backend, split_reward_spec
+    spec = "vllm-server:http://u:SECRETKEY@127.0.0.1:9"
+    for call in (lambda: split_reward_spec("vllm-serverx:http://u:SECRETKEY@h"),
+                 lambda: make_reward_backend(spec, {"api_key": "x"}),
+                 lambda: make_reward_backend(spec, {"nope": "1"}),
+                 lambda: make_reward_backend("http://u:SECRETKEY@127.0.0.1:9")):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert "SECRETKEY" not in str(e.value) and "REDACTED" in str(e.value), str(e.value)
+
+
+def test_impossible_settings_fail_at_construction(rm_dir):
+    """step_agg with a backend that only gives sequence rewards fails when the backend is made (before
+    any model loads or generation runs), as does a negative label."""
+    from evalkit.backends.reward_catalog import make_reward_backend
+    with pytest.raises(ValueError, match="per-step rewards need api=pooling"):
+        make_reward_backend("vllm-server:http://127.0.0.1:9", {"step_agg": "min"})
+    with pytest.raises(ValueError, match="label index >= 0"):
+        make_reward_backend(f"hf:{rm_dir}", {"label": "-1"})
+    with pytest.raises(ValueError, match="1 label"):
+        make_reward_backend(f"hf:{rm_dir}", {"label": "1"})
+    assert make_reward_backend(f"hf:{rm_dir}", {"step_agg": "last"}).per_step()
+
+
+def test_impossible_settings_fail_before_the_run_loads_a_model(tmp_path, rm_dir):
+    """The reward settings are checked before the model under test is even looked for (a missing
+    model folder would otherwise be the error), in one line."""
+    pytest.importorskip("vllm")
+    r = _cli("run", "--model", f"hf:{tmp_path / 'no-such-model'}", "--tasks", "gsm8k", "--limit", "1", "--no-output",
+             "--reward-model", f"vllm:{rm_dir}", "--reward-args", "step_agg=min", "--cache-dir", str(tmp_path))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "per-step rewards need a vllm reward engine with pooling=step" in r.stderr, r.stderr
+    assert "no-such-model" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_activations_agree_with_vllms_pooler():
+    """activate() is vLLM 0.32's PoolerClassify (sigmoid for one label, softmax for more) where the
+    names agree; sigmoid of one label on a multi-label head is that label's sigmoid."""
+    torch = pytest.importorskip("torch")
+    from evalkit.backends.reward_base import RewardInputError, activate
+    from evalkit.step_agg import check_step_agg
+    logits = [[0.3], [-2.0, 1.5], [0.1, -0.4, 2.2]]
+    try:
+        from vllm.model_executor.layers.pooler.activations import PoolerClassify
+        vllm_act = PoolerClassify(num_labels=None)
+    except ImportError:
+        vllm_act = None
+    for row in logits:
+        t = torch.tensor([row])
+        want = torch.sigmoid(t)[0] if len(row) == 1 else torch.softmax(t, -1)[0]
+        if vllm_act is not None:
+            assert torch.allclose(vllm_act(t)[0], want)
+        for label in range(len(row)):
+            name = "sigmoid" if len(row) == 1 else "softmax"
+            assert activate(row, label, name) == pytest.approx(want[label].item(), abs=1e-6)
+            assert activate(row, label, "sigmoid") == pytest.approx(torch.sigmoid(t)[0, label].item(), abs=1e-6)
+            assert activate(row, label, "none") == row[label]
+    with pytest.raises(RewardInputError, match="two or more labels"):
+        activate([0.3], 0, "softmax")
+    assert activate([-800.0], 0, "sigmoid") == 0.0 and activate([800.0], 0, "sigmoid") == 1.0
+    assert check_step_agg("product", "softmax") == "product"
+    with pytest.raises(ValueError, match="activation=softmax"):
+        check_step_agg("product", "none")
+
+
+def test_hf_softmax_over_labels(tmp_path, rm_dir, hf_rewards):
+    """activation=softmax on a two-label head is softmax(logits)[label] (vLLM's reading of
+    Qwen2.5-Math-PRM), against transformers' own pooled logits; on a one-label head it is refused
+    before the model loads. The second label's row is zero, so softmax(label 0) = sigmoid(raw reward)."""
+    import os
+    import torch
+    from evalkit.backends.reward_hf import HFRewardBackend
+    with pytest.raises(ValueError, match="two or more labels"):
+        HFRewardBackend(rm_dir, activation="softmax")
+    two = tmp_path / "two-labels"
+    two.mkdir()
+    for f in os.listdir(rm_dir):
+        if f != "config.json":
+            os.symlink(os.path.join(rm_dir, f), two / f)
+    cfg = json.loads(open(os.path.join(rm_dir, "config.json")).read())
+    (two / "config.json").write_text(json.dumps({**cfg, "id2label": {"0": "good", "1": "bad"},
+                                                 "label2id": {"good": 0, "bad": 1}}))
+    from transformers import AutoModelForSequenceClassification
+    m2 = AutoModelForSequenceClassification.from_pretrained(rm_dir, dtype=torch.float32).eval()
+    head = m2.score  # the fixture's body, a two-label head: [the fixture's row, zeros]
+    assert head.bias is None
+    m2.score = torch.nn.Linear(head.in_features, 2, bias=False)
+    with torch.no_grad():
+        m2.score.weight.copy_(torch.cat([head.weight, torch.zeros_like(head.weight)]))
+    m2.config.num_labels = 2
+    reqs = _requests()[:3]
+    for label in (0, 1):
+        b = HFRewardBackend(str(two), activation="softmax", label=label)
+        b._model = m2
+        got = b.reward(reqs)
+        for req, g, raw in zip(reqs, got, hf_rewards):
+            ids, _ = b.request_ids(req)
+            with torch.inference_mode():
+                want = torch.softmax(m2(torch.tensor([ids])).logits[0], -1)[label].item()
+            assert g == pytest.approx(want, abs=1e-5)
+            assert g == pytest.approx(1 / (1 + math.exp(-raw)) if label == 0 else 1 / (1 + math.exp(raw)), abs=1e-5)
+
+
+def test_max_length_is_in_the_identity_only_when_set(rm_dir):
+    from evalkit.backends.reward_hf import HFRewardBackend
+    full, cut = HFRewardBackend(rm_dir), HFRewardBackend(rm_dir, max_length=64)
+    assert "max_length" not in full.identity() and cut.identity()["max_length"] == 64
+    assert full.identity_hash() != cut.identity_hash()
+    assert full.identity_hash() == HFRewardBackend(rm_dir, max_length=None).identity_hash()
+
+
+def test_server_replies_missing_fields_are_reply_errors():
+    """A /score result without a score, a /rerank result with a null relevance_score or a /classify
+    result without probs is a ReplyError naming the route and the field, not a KeyError/TypeError."""
+    from evalkit.backends import reward_server_routes as routes
+    cases = [("score", {"data": [{"index": 0}]}, "/score.*'score'"),
+             ("rerank", {"results": [{"index": 0, "relevance_score": None}]}, "/rerank.*'relevance_score'"),
+             ("classify", {"data": [{"index": 0}]}, "/classify: label 0"),
+             ("classify", {"data": ["x"]}, "/classify: label 0"),
+             ("classify", {"data": [{"index": 0, "probs": [None]}]}, "/classify: label 0")]
+    for api, reply, needle in cases:
+        with pytest.raises(routes.ReplyError, match=needle):
+            routes.read(api, reply, 1, 0)
+    with pytest.raises(routes.ReplyError, match="token rows"):
+        routes.pooled_reward([[0.1]], "token", 0, [3], 1)
+    assert routes.read("score", {"data": [{"index": 0, "score": 0.0}]}, 1, 0, "sigmoid") == [[0.5]]
+    assert routes.read("classify", {"data": [{"index": 0, "probs": [0.0, 0.0]}]}, 1, 1, "softmax") == [[0.5]]
+    assert routes.body("classify", "m", [[1, 2]])["use_activation"] is False  # raw logits; evalkit activates
+
+
+def test_server_backend_reuses_one_pool_and_its_connections(monkeypatch):
+    """reward() calls share one thread pool whose threads keep their keep-alive connections; close()
+    shuts the pool and closes them (a later call opens new ones). A loopback HTTP server counts the
+    TCP connections it accepts. max_length, when set, is part of the identity."""
+    import http.server
+    import threading
+    from evalkit.backends.reward_catalog import make_reward_backend
+    accepted = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def setup(self):
+            super().setup()
+            accepted.append(self.client_address)
+
+        def log_message(self, *a):
+            pass
+
+        def _reply(self, obj):
+            data = json.dumps(obj).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            self._reply({"data": [{"id": "m", "root": "/nonexistent", "max_model_len": 512}]})
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            self._reply({"data": [{"index": i, "probs": [float(len(t))]} for i, t in enumerate(body["input"])]})
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.delenv("VLLM_API_KEY", raising=False)
+        b = make_reward_backend(f"vllm-server:http://127.0.0.1:{srv.server_address[1]}",
+                                {"tokenizer": "server", "batch_size": "1", "concurrency": "2"})
+        reqs = [RewardRequest(text="x" * k) for k in range(1, 7)]
+        for _ in range(3):
+            assert b.reward(reqs) == [float(k) for k in range(1, 7)]
+        pool, before = b._pool, len(accepted)
+        assert pool is not None and before <= 3  # /v1/models + one per pool thread, over 18 calls
+        b.close()
+        assert b._pool is None and pool._shutdown and not b.http._conns
+        assert b.reward(reqs[:2]) == [1.0, 2.0] and len(accepted) > before
+        b.close()
+        cut = make_reward_backend(f"vllm-server:http://127.0.0.1:{srv.server_address[1]}",
+                                  {"tokenizer": "server", "max_length": "100"})
+        assert "max_length" not in b.identity() and cut.identity()["max_length"] == 100
+        assert cut.identity_hash() != b.identity_hash()
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -58,13 +58,23 @@ class _Http:
         self.shown = redact_url(base_url.rstrip("/"))  # what messages and records show
         self._local = threading.local()
         self._lock = threading.Lock()
+        self._conns: set = set()  # every thread's open connection, closed by close()
 
     def _conn(self):
         conn = getattr(self._local, "conn", None)
         if conn is None:
             cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
             conn = self._local.conn = cls(self.host, self.port, timeout=self.timeout)
+            with self._lock:
+                self._conns.add(conn)
         return conn
+
+    def close(self) -> None:
+        """Close every thread's keep-alive connection (a later call opens a new one)."""
+        with self._lock:
+            conns, self._conns, self._local = list(self._conns), set(), threading.local()
+        for conn in conns:
+            conn.close()
 
     def _once(self, method: str, path: str, body) -> tuple[int, bytes, object]:
         reused = getattr(self._local, "conn", None) is not None
@@ -78,6 +88,8 @@ class _Http:
         except BaseException as e:
             conn.close()
             self._local.conn = None
+            with self._lock:
+                self._conns.discard(conn)
             stale = isinstance(e, (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected))
             if reused and stale:  # the server closed an idle keep-alive connection: reconnect once
                 return self._once(method, path, body)

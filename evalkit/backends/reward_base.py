@@ -6,8 +6,11 @@ backends (transformers, vLLM offline) tokenize here, with the reward model's own
 template, and hand the engine identical token ids: their rewards differ only by numerics.
 
 * ``activation``: ``none`` (the raw score head output, what reward models mean by a reward; the
-  default) or ``sigmoid`` (vLLM's default for one-label classifiers). It is part of the identity, so
-  raw and squashed rewards never share a cache entry.
+  default), ``sigmoid`` (of the label's logit: vLLM's default for one-label classifiers) or
+  ``softmax`` (the label's probability over all labels: vLLM's default for heads with two or more
+  labels, how Qwen2.5-Math-PRM is read). Every engine returns raw logits and ``activate`` applies
+  the activation here, so all backends compute the same function. It is part of the identity, so
+  raw and squashed rewards never share a cache entry; so is ``max_length`` when it is set.
 * Per-step rewards (``RewardRequest(steps=True)``, a process reward model): the response is cut at
   ``step_separator`` (default a blank line), each step is followed by ``step_tag`` (default
   ``<extra_0>``, Qwen2.5-Math-PRM's) and the reward of a step is the score at its tag. A tag that
@@ -19,6 +22,8 @@ template, and hand the engine identical token ids: their rewards differ only by 
 """
 from __future__ import annotations
 
+import json
+import math
 import os
 from typing import Optional, Sequence
 
@@ -26,12 +31,42 @@ from evalkit import models
 from evalkit.backends.base import Backend
 from evalkit.requests import RewardRequest
 
-ACTIVATIONS = ("none", "sigmoid")
+ACTIVATIONS = ("none", "sigmoid", "softmax")
 DEFAULT_STEP_TAG = "<extra_0>"
 
 
 class RewardInputError(ValueError):
     """A reward request the model cannot score as asked (too long, a step tag in the prompt)."""
+
+
+def sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def activate(values: Sequence[float], label: int, activation: str) -> float:
+    """The reward at one position from its raw per-label scores: the label's logit, its sigmoid or
+    its softmax probability over the labels."""
+    values = [float(v) for v in values]
+    if activation == "softmax":
+        if len(values) < 2:
+            raise RewardInputError("activation=softmax needs a score head with two or more labels (softmax over "
+                                   "one label is always 1); use activation=sigmoid")
+        top = max(values)
+        exps = [math.exp(v - top) for v in values]
+        return exps[label] / sum(exps)
+    return sigmoid(values[label]) if activation == "sigmoid" else values[label]
+
+
+def config_labels(path: str) -> Optional[int]:
+    """How many labels the score head in ``path/config.json`` has (None: not said)."""
+    try:
+        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+            cfg = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if isinstance(cfg.get("id2label"), dict):
+        return len(cfg["id2label"])
+    return int(cfg["num_labels"]) if isinstance(cfg.get("num_labels"), int) else None
 
 
 class RewardBackend(Backend):
@@ -51,11 +86,14 @@ class RewardBackend(Backend):
         self.path = self._local_path(model)
         self.activation = activation
         self.label = int(label)
+        if self.label < 0:
+            raise ValueError(f"reward model label={label}: expected a label index >= 0")
         self.step_tag = step_tag
         self.step_separator = step_separator.encode().decode("unicode_escape") if "\\" in step_separator \
             else step_separator
         self.trust_remote_code = bool(trust_remote_code) and str(trust_remote_code).lower() not in ("0", "false")
         self._max_length = int(max_length) if max_length else None
+        self.max_length_set = self._max_length  # a chosen limit cuts inputs: part of the identity when set
         self._tokenizer = None
         self._identity = None
         self.stats = __import__("collections").Counter()
@@ -73,8 +111,12 @@ class RewardBackend(Backend):
         if self._identity is None:
             self._identity = {"model": os.path.basename(self.path.rstrip("/")), "kind": "reward", "backend": self.name,
                               **models.directory_identity(self.path), "activation": self.activation,
-                              "label": self.label, "step_tag": self.step_tag, "step_separator": self.step_separator}
+                              "label": self.label, "step_tag": self.step_tag, "step_separator": self.step_separator,
+                              **self._max_length_identity()}
         return self._identity
+
+    def _max_length_identity(self) -> dict:
+        return {"max_length": self.max_length_set} if self.max_length_set else {}
 
     @property
     def display_name(self) -> str:
@@ -90,6 +132,15 @@ class RewardBackend(Backend):
         """Whether best-of-N asks this model for per-step rewards (``step_agg`` set, or a STEP pooler)."""
         return self.step_agg is not None or getattr(self, "pooling", None) == "step"
 
+    def check_head(self) -> None:
+        """Refuse, before the model loads, a label or an activation its score head cannot give."""
+        n = config_labels(self.path)
+        if n is not None and self.label >= n:
+            raise ValueError(f"reward label {self.label} but the model has {n} label(s)")
+        if n is not None and n < 2 and self.activation == "softmax":
+            raise ValueError("activation=softmax needs a score head with two or more labels (softmax over one "
+                             "label is always 1); use activation=sigmoid")
+
     # ---- tokenization ----------------------------------------------------------------------------
     @property
     def tokenizer(self):
@@ -101,7 +152,6 @@ class RewardBackend(Backend):
     @property
     def max_length(self) -> int:
         if self._max_length is None:
-            import json
             with open(os.path.join(self.path, "config.json"), encoding="utf-8") as f:
                 cfg = json.load(f)
             self._max_length = int(cfg.get("max_position_embeddings") or 2048)
@@ -176,10 +226,11 @@ class RewardBackend(Backend):
         raise NotImplementedError
 
     def squash(self, x: float) -> float:
-        if self.activation == "sigmoid":
-            import math
-            return 1.0 / (1.0 + math.exp(-x))
-        return float(x)
+        return sigmoid(x) if self.activation == "sigmoid" else float(x)
+
+    def read_label(self, values) -> float:
+        """The reward at one position from the raw per-label scores an engine returned."""
+        return activate(values.tolist() if hasattr(values, "tolist") else values, self.label, self.activation)
 
     # a reward model answers nothing else
     def loglikelihood(self, requests):

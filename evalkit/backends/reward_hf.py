@@ -35,6 +35,7 @@ class HFRewardBackend(RewardBackend):
         self.batch_size = max(1, int(batch_size))
         self.padding_side = padding_side
         self._model = None
+        self.check_head()
 
     def identity(self) -> dict:
         return {**super().identity(), "dtype": self.dtype_name}
@@ -54,7 +55,8 @@ class HFRewardBackend(RewardBackend):
         return self._model
 
     def token_scores(self, ids_list: list[list[int]]):
-        """Per-position scores of the label, one 1-d tensor per row (float32, on the CPU)."""
+        """Per-position scores of the label (with ``activation=softmax``: its probability over the
+        labels), one 1-d tensor per row (float32, on the CPU)."""
         torch, model = self.torch, self.model
         width = max(len(x) for x in ids_list)
         pad = 0
@@ -69,7 +71,10 @@ class HFRewardBackend(RewardBackend):
             body = getattr(model, model.base_model_prefix)
             hidden = body(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
                           position_ids=pos.to(self.device)).last_hidden_state
-            scores = model.score(hidden)[..., self.label].float().cpu()
+            logits = model.score(hidden).float()
+            if self.activation == "softmax":
+                logits = logits.softmax(-1)
+            scores = logits[..., self.label].cpu()
         out = []
         for r, x in enumerate(ids_list):
             start = width - len(x) if self.padding_side == "left" else 0

@@ -11,12 +11,14 @@ rewards back out of the reply, in the batch's order.
   ``data[i].score``. ``POST /rerank`` (``RerankRequest``): one ``query``, many ``documents``; reply
   ``results[j] = {index, relevance_score}`` sorted by score (read back by ``index``).
 
-Every body carries ``use_activation`` (False: raw rewards; True: vLLM's activation, sigmoid for
-one label, softmax for more) and the served model's name.
+Every body carries ``use_activation=False`` (raw logits; ``activation=`` is applied here by
+``reward_base.activate``, the function every backend uses) and the served model's name.
 """
 from __future__ import annotations
 
 from typing import Optional
+
+from evalkit.backends.reward_base import RewardInputError, activate
 
 ROUTES = {"classify": "/classify", "pooling": "/pooling", "score": "/score", "rerank": "/rerank"}
 
@@ -37,19 +39,30 @@ def _by_index(items: list, n: int, route: str) -> list:
     return out
 
 
-def _pick(vec, label: int, route: str) -> float:
-    if isinstance(vec, (int, float)):
+def _pick(vec, label: int, route: str, activation: str = "none") -> float:
+    if isinstance(vec, (int, float)) and not isinstance(vec, bool):
         vec = [vec]
-    if not isinstance(vec, list) or label >= len(vec):
+    if not isinstance(vec, list) or not 0 <= label < len(vec) or \
+            not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vec):
         raise ReplyError(f"{route}: label {label} not in the returned scores {str(vec)[:80]}")
-    return float(vec[label])
+    try:
+        return activate(vec, label, activation)
+    except RewardInputError as e:
+        raise ReplyError(f"{route}: {e}") from None
 
 
-def body(api: str, model: str, activation: bool, inputs: list, task: Optional[str] = None,
-         truncate: Optional[int] = None) -> dict:
+def _number(item, field: str, route: str) -> float:
+    """``item[field]`` as a number, or a ReplyError naming the route and the field."""
+    v = item.get(field) if isinstance(item, dict) else None
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        raise ReplyError(f"{route}: result without a numeric {field!r} (got {str(item)[:80]})")
+    return float(v)
+
+
+def body(api: str, model: str, inputs: list, task: Optional[str] = None, truncate: Optional[int] = None) -> dict:
     """The request body of one HTTP call. ``inputs``: token-id lists, texts, one ``{"messages": [...]}``
     (a conversation the server renders with its chat template) or (text_1, text_2) pairs."""
-    b: dict = {"model": model, "use_activation": activation}
+    b: dict = {"model": model, "use_activation": False}
     if api in ("classify", "pooling"):
         if len(inputs) == 1 and isinstance(inputs[0], dict):
             b.update(messages=inputs[0]["messages"], add_generation_prompt=False)
@@ -73,35 +86,38 @@ def body(api: str, model: str, activation: bool, inputs: list, task: Optional[st
     return b
 
 
-def read(api: str, reply: dict, n: int, label: int) -> list:
-    """Per input: the list of values the route returned (``/classify``, ``/pooling``: a vector or
-    rows; ``/score``, ``/rerank``: a one-element list)."""
+def read(api: str, reply: dict, n: int, label: int, activation: str = "none") -> list:
+    """Per input: the list of values the route returned (``/classify``: the reward; ``/pooling``: a
+    vector or rows, read by ``pooled_reward``; ``/score``, ``/rerank``: the score), in a list."""
     route = ROUTES[api]
     if not isinstance(reply, dict):
         raise ReplyError(f"{route}: expected a JSON object, got {type(reply).__name__}")
     if api == "rerank":
         items = _by_index(reply.get("results"), n, route)
-        return [[float(it["relevance_score"])] for it in items]
+        return [[_pick(_number(it, "relevance_score", route), 0, route, activation)] for it in items]
     items = _by_index(reply.get("data"), n, route)
     if api == "classify":
-        return [[_pick(it.get("probs"), label, route)] for it in items]
+        return [[_pick(it.get("probs") if isinstance(it, dict) else None, label, route, activation)] for it in items]
     if api == "score":
-        return [[float(it["score"])] for it in items]
-    return [it.get("data") for it in items]  # /pooling: interpreted by the caller (vector or rows)
+        return [[_pick(_number(it, "score", route), 0, route, activation)] for it in items]
+    return [it.get("data") if isinstance(it, dict) else None for it in items]  # /pooling: see pooled_reward
 
 
-def pooled_reward(data, pooling: str, label: int, tags: Optional[list], n_steps: Optional[int]):
+def pooled_reward(data, pooling: str, label: int, tags: Optional[list], n_steps: Optional[int],
+                  activation: str = "none"):
     """The reward(s) of one /pooling result: ``classify`` a vector, ``step`` one row per step tag,
     ``token`` one row per prompt token (read at the last token or at the tag positions)."""
     route = "/pooling"
     if pooling == "classify":
-        return _pick(data, label, route)
+        return _pick(data, label, route, activation)
     rows = data if isinstance(data, list) else [data]
     if pooling == "step":
         if n_steps is not None and len(rows) != n_steps:
             raise ReplyError(f"{route}: the server's STEP pooler returned {len(rows)} step scores for {n_steps} "
                              f"steps (does the server's --pooler-config step_tag_id match step_tag?)")
-        return [_pick(r, label, route) for r in rows]
+        return [_pick(r, label, route, activation) for r in rows]
+    if not rows or (tags is not None and any(not 0 <= t < len(rows) for t in tags)):
+        raise ReplyError(f"{route}: {len(rows)} token rows do not cover the step tags {tags}")
     if tags is not None:
-        return [_pick(rows[t], label, route) for t in tags]
-    return _pick(rows[-1], label, route)
+        return [_pick(rows[t], label, route, activation) for t in tags]
+    return _pick(rows[-1], label, route, activation)

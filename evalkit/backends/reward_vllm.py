@@ -10,9 +10,11 @@ vLLM 0.32 has no ``LLM.reward`` and no ``task=``; one engine serves one pooling 
   for ``Qwen2ForRewardModel``): a score per token; the reward is the last token's, per-step rewards
   are read at the step tags' positions.
 
-Rewards are raw (``PoolingParams(use_activation=False)``) unless ``activation=sigmoid`` (vLLM's own
-default for one-label classifiers). Prompts go in as the token ids ``RewardBackend`` makes, the
-same ids the transformers backend scores.
+vLLM returns raw logits (``PoolingParams(use_activation=False)``) and ``activation=`` (sigmoid of
+the label, or softmax over the labels) is applied by ``RewardBackend.read_label``, as for every
+backend: vLLM's own activation depends on the head (sigmoid for one label, softmax for more, or the
+config's ``problem_type``) and would not match the name. Prompts go in as the token ids
+``RewardBackend`` makes, the same ids the transformers backend scores.
 """
 from __future__ import annotations
 
@@ -48,9 +50,10 @@ class VLLMRewardBackend(RewardBackend):
                                 trust_remote_code=self.trust_remote_code)
         if max_model_len:
             self.engine_args["max_model_len"] = int(max_model_len)
-            self._max_length = int(max_model_len)
+            self._max_length = self.max_length_set = int(max_model_len)
         self.progress = progress
         self._llm = None
+        self.check_head()
 
     def identity(self) -> dict:
         # the engine's numerics: dtype (pooling only decides which requests the engine can answer)
@@ -91,7 +94,7 @@ class VLLMRewardBackend(RewardBackend):
         if self.pooling != "token" and any((t is not None) != steps for t in tags_list):
             raise RewardInputError("one engine chunk mixes sequence and per-step reward requests")
         from vllm import PoolingParams, TokensPrompt
-        params = PoolingParams(use_activation=self.activation == "sigmoid")
+        params = PoolingParams(use_activation=False)  # raw logits: read_label applies the activation
         task = "token_classify" if steps or self.pooling == "token" else "classify"
         outs = self.llm.encode([TokensPrompt(prompt_token_ids=x) for x in ids_list], params,
                                pooling_task=task, use_tqdm=self.progress)
@@ -100,15 +103,15 @@ class VLLMRewardBackend(RewardBackend):
             data = out.outputs.data.float().cpu()
             if self.pooling == "token":  # one row per prompt token
                 rows = data.reshape(len(ids), -1)
-                results.append([float(rows[t, self.label]) for t in tags] if tags is not None
-                               else float(rows[-1, self.label]))
+                results.append([self.read_label(rows[t]) for t in tags] if tags is not None
+                               else self.read_label(rows[-1]))
             elif steps:
                 rows = data.reshape(len(tags), -1) if data.numel() != len(tags) else data.reshape(-1, 1)
                 if rows.shape[0] != len(tags):
                     raise RuntimeError(f"vLLM returned {rows.shape[0]} step scores for {len(tags)} step tags")
-                results.append([float(v) for v in rows[:, self.label]])
+                results.append([self.read_label(r) for r in rows])
             else:
-                results.append(float(data.reshape(-1)[self.label]))
+                results.append(self.read_label(data.reshape(-1)))
         return results
 
     def close(self) -> None:

@@ -14,14 +14,16 @@ Rendering: with a tokenizer at hand (``tokenizer=PATH``, or by default the serve
 when the server reports a ``root`` that exists here) the conversation is rendered and tokenized
 here, exactly as the transformers and offline vLLM backends do, and token ids go in batches of
 ``batch_size``; ``tokenizer=server`` (or no local folder) sends each conversation as ``messages``
-and the server renders its chat template. ``concurrency`` calls run at once; each call has
+and the server renders its chat template. ``concurrency`` calls run at once (one thread pool for
+the backend's life, each thread keeping its connection open until ``close()``); each call has
 ``timeout`` seconds and ``max_retries`` retries with backoff, and errors name the route.
 
 The API key comes from the environment variable named by ``api_key_env`` (default
 ``VLLM_API_KEY``, what ``vllm serve`` itself reads); it is never recorded. The identity (the cache
 key) holds the served model as ``GET /v1/models`` reports it (id, root, max_model_len), the local
 folder's file and weight hashes when rendering here, ``revision=`` (pin a weights hash for a remote
-server), the API, pooling and activation; the server's address is not part of it.
+server), the API, pooling and activation (and ``max_length`` when set); the server's address is
+not part of it.
 """
 from __future__ import annotations
 
@@ -52,6 +54,9 @@ class VLLMServerRewardBackend(RewardBackend):
             raise ValueError(f"vllm-server reward api={api!r}: expected one of {', '.join(POOLINGS)}")
         if pooling not in POOLINGS[api]:
             raise ValueError(f"vllm-server reward api={api} takes pooling={'|'.join(POOLINGS[api])}, not {pooling!r}")
+        if api in ("score", "rerank") and self.activation == "softmax":
+            raise ValueError(f"vllm-server reward api={api} returns one score per pair: activation=softmax needs "
+                             f"every label's score (use api=classify or pooling)")
         url = str(model).rstrip("/")
         url = url[:-3] if url.endswith("/v1") else url  # the pooling routes live at the root, /v1/models below
         self.api, self.pooling, self.route = api, pooling, routes.ROUTES[api]
@@ -63,6 +68,7 @@ class VLLMServerRewardBackend(RewardBackend):
         self.http = _Http(url, os.environ.get(api_key_env) if api_key_env else None, float(timeout), int(max_retries),
                           0.5, 8.0, self.stats)
         self._card: Optional[dict] = None
+        self._pool: Optional[ThreadPoolExecutor] = None
 
     @staticmethod
     def _local_path(model: str) -> None:
@@ -128,7 +134,8 @@ class VLLMServerRewardBackend(RewardBackend):
                 "pooling": self.pooling, "served": {k: card.get(k) for k in ("id", "root", "max_model_len")},
                 "revision": self.revision, "rendering": "local" if rendered_here else "server",
                 **(models.directory_identity(local) if local else {}), "activation": self.activation,
-                "label": self.label, "step_tag": self.step_tag, "step_separator": self.step_separator}
+                "label": self.label, "step_tag": self.step_tag, "step_separator": self.step_separator,
+                **self._max_length_identity()}
         return self._identity
 
     def pooling_info(self) -> dict:
@@ -192,10 +199,10 @@ class VLLMServerRewardBackend(RewardBackend):
         steps = requests[positions[0]].steps
         task = "token_classify" if steps or self.pooling in ("step", "token") else "classify"
         truncate = self.max_length if not steps and not all(isinstance(x, list) for x in inputs) else None
-        payload = routes.body(self.api, self.display_name, self.activation == "sigmoid", inputs, task, truncate)
+        payload = routes.body(self.api, self.display_name, inputs, task, truncate)
         try:
             reply = self.http.call("POST", self.route, payload)
-            values = routes.read(self.api, reply, len(inputs), self.label)
+            values = routes.read(self.api, reply, len(inputs), self.label, self.activation)
             if self.api != "pooling":
                 return [v[0] for v in values]
             out = []
@@ -203,7 +210,7 @@ class VLLMServerRewardBackend(RewardBackend):
                 meta = self._meta[i][1]  # rendered here: the step tags' positions; by the server: the step count
                 tags = meta if self.path else None
                 n_steps = (None if meta is None else len(meta)) if self.path else meta
-                out.append(routes.pooled_reward(data, self.pooling, self.label, tags, n_steps))
+                out.append(routes.pooled_reward(data, self.pooling, self.label, tags, n_steps, self.activation))
             return out
         except (BackendError, routes.ReplyError) as e:
             hint = (f" (is {self.shown_url} a vLLM server started with --runner pooling, serving api={self.api}?)"
@@ -217,12 +224,16 @@ class VLLMServerRewardBackend(RewardBackend):
             raise RewardInputError("one call mixes sequence and per-step reward requests")
         units = self._units(requests)
         results: list = [None] * len(requests)
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, max(1, len(units)))) as pool:
-            for (positions, _), values in zip(units, pool.map(lambda u: self._call(u[0], u[1], requests), units)):
-                for i, v in zip(positions, values):
-                    results[i] = v
+        if self._pool is None:  # one pool for the backend's life: its threads keep their connections
+            self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="reward-http")
+        for (positions, _), values in zip(units, self._pool.map(lambda u: self._call(u[0], u[1], requests), units)):
+            for i, v in zip(positions, values):
+                results[i] = v
         self.stats["reward_requests"] += len(requests)
         return results
 
     def close(self) -> None:
-        pass
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+        self.http.close()

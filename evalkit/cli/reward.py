@@ -15,7 +15,7 @@ def register(sub):
                         "vllm: (vLLM offline LLM(runner='pooling')) and a local model folder, or vllm-server: and "
                         "the URL of a running `vllm serve RM --runner pooling` (e.g. http://127.0.0.1:8000)")
     p.add_argument("--model-args", default="", metavar="K=V,...",
-                   help="reward backend options: activation=none|sigmoid (default none: raw rewards), label=0, "
+                   help="reward backend options: activation=none|sigmoid|softmax (default none: raw rewards), label=0, "
                         "dtype=float32, batch_size=8 (hf), padding_side=right|left (hf), pooling=classify|step|token "
                         "(vllm, vllm-server with api=pooling), step_tag=<extra_0>, step_separator='\\n\\n', "
                         "max_model_len (vllm); vllm-server: api=classify|pooling|score|rerank, model_name=, "

@@ -158,7 +158,7 @@ def register(sub):
     p.add_argument("--reward-args", default="", metavar="K=V,...",
                    help="reward backend options (see `evalkit reward --help`), e.g. activation=sigmoid; "
                         "step_agg=min|last|product scores each completion from per-step rewards (a process "
-                        "reward model; default min with pooling=step; product needs activation=sigmoid)")
+                        "reward model; default min with pooling=step; product needs activation=sigmoid|softmax)")
     from evalkit.cli.reasoning_args import add_reasoning_args
     add_reasoning_args(p)
     sinks.add_sink_args(p)
@@ -181,11 +181,12 @@ def run(args):
     reasoning_args.apply(args, config, model_args, prefix)  # trace markers -> config; template kwargs -> backend
     if not args.no_output:
         validation.check_output_dir(args.output)
-    reward_spec = getattr(args, "reward_model", None)
+    reward_spec, reward_backend = getattr(args, "reward_model", None), None
     if reward_spec:
-        from evalkit.backends.reward_catalog import split_reward_spec
+        from evalkit.backends.reward_catalog import make_reward_backend, split_reward_spec
         split_reward_spec(reward_spec)
         reward_args = parse_model_args(getattr(args, "reward_args", ""), "--reward-args")
+        reward_backend = make_reward_backend(reward_spec, reward_args)  # loads nothing: bad settings fail here
     task_runs = load_tasks(config)  # data errors surface before the model loads
     if getattr(args, "write_out", False):
         return write_out(config, task_runs)
@@ -201,11 +202,8 @@ def run(args):
     except BaseException:
         cache.close()
         raise
-    outs, reward_backend = [], None
+    outs = []
     try:
-        if reward_spec:
-            from evalkit.backends.reward_catalog import make_reward_backend
-            reward_backend = make_reward_backend(reward_spec, reward_args)
         # with --lora: one run (and run record) per adapter, each its own model, all in one engine
         views = [(backend.for_adapter(n), {**model_args, "lora": f"{n}={backend.adapter_paths[n]}"})
                  for n in backend.adapters] if getattr(args, "lora", None) else [(backend, model_args)]
