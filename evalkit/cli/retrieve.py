@@ -50,7 +50,7 @@ def register(sub):
     p.add_argument("--rerank-instruction", default=None, help="the qwen3 template's instruction")
     p.add_argument("--rerank-doc-chars", type=int, default=2000, help="cut each document to N characters (0: never)")
     p.add_argument("--rerank-args", default="", metavar="K=V,...",
-                   help="reranker backend options: dtype, batch_size, activation=none|sigmoid, max_model_len, ...")
+                   help="reranker backend options: dtype, batch_size, activation=none|sigmoid|softmax, max_model_len, ...")
     p.add_argument("--depth", type=int, default=100, help="documents kept per query (default 100)")
     p.add_argument("--limit", type=int, default=None, help="only the first N queries")
     p.add_argument("--batch-size", type=int, default=32, help="texts per embedding batch")
