@@ -201,3 +201,36 @@ def test_run_record_is_written_atomically_and_scrubbed(tmp_path):
     rec = load_run(path)
     assert list(rec.samples("t")) == [{"doc_id": "0"}]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "no temp folders left"
+
+
+def test_suffix_batches_cover_every_suffix_once_and_avoid_padding():
+    from evalkit.backends.suffix_batches import suffix_batches
+    widths = [700, 650, 400, 300, 290, 280, 250, 120, 110, 100, 90, 80, 70, 60]
+    batches = suffix_batches(widths, prefix_len=1000, budget=16384)
+    assert [i for b in batches for i in b] == list(range(len(widths))), "in order, each once"
+    for b in batches:  # the memory caps hold: tokens, and attention over the prefix
+        assert len(b) * widths[b[0]] <= 16384 and len(b) <= max(1, 2 * 16384 // (1000 + widths[b[0]]))
+    padded = sum(len(b) * widths[b[0]] for b in batches)
+    assert padded <= 1.15 * sum(widths), "padded to each batch's longest, not to the longest of all"
+    assert len(batches) < len(widths), "similar widths share a forward"
+    assert suffix_batches([100] * 20, 600, 16384) == [list(range(20))]
+    assert suffix_batches([4000] * 3, 30000, 16384) == [[0], [1], [2]], "a batch that does not fit is split"
+    assert suffix_batches([], 10, 100) == []
+
+
+def test_repeated_cache_shares_the_prefix_and_never_writes_into_it(tiny_model_dir):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from evalkit.backends.suffix_batches import repeated_cache
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+    with torch.inference_mode():
+        cache = model(input_ids=torch.tensor([[5, 6, 7, 8, 9, 10]]), use_cache=True).past_key_values
+        before = [layer.keys.clone() for layer in cache.layers]
+        suffix = torch.tensor([[11, 12], [13, 14], [15, 16]])
+        got = model(input_ids=suffix, past_key_values=repeated_cache(cache, 3), use_cache=True).logits
+        ref = __import__("copy").deepcopy(cache)
+        ref.batch_repeat_interleave(3)
+        want = model(input_ids=suffix, past_key_values=ref, use_cache=True).logits
+    assert torch.equal(got, want)
+    assert all(torch.equal(a, layer.keys) and layer.keys.shape[0] == 1 for a, layer in zip(before, cache.layers))
