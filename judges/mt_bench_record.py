@@ -35,7 +35,8 @@ def model_entry(c: Contestant, backend, model_args: dict) -> ModelInfo:
 
 def build_record(c, backend, docs, answers, refs, ref_info, single, pairs, judge, judge_info, templates, cfg,
             model_args, engine_stats, timings, output_dir) -> dict:
-    metrics, breakdowns, per_q = summarize(docs, single, pairs, c.name)
+    by_reward = judge_info.get("kind") == "reward_model"
+    metrics, breakdowns, per_q = summarize(docs, single, pairs, c.name, rating="reward" if by_reward else "score")
     by_q = defaultdict(list)
     for j in single:
         by_q[j.meta["qid"]].append({"turn": j.meta["turn"], **j.to_dict()})
@@ -74,7 +75,9 @@ def build_record(c, backend, docs, answers, refs, ref_info, single, pairs, judge
         extra={"judge": judge_figs, "templates": templates.describe(), "references": ref_info,
                "temperatures": {cat: temperature_for(Doc("", "", meta={"category": cat}))
                                 for cat in dict.fromkeys(d.meta["category"] for d in docs)},
-               "score_note": "score = mean over every graded turn (FastChat's overall); CI clustered by question",
+               "score_note": ("reward = mean reward-model output over every graded turn (not MT-Bench's 1-10 scale); "
+                              "CI clustered by question") if by_reward else
+                             "score = mean over every graded turn (FastChat's overall); CI clustered by question",
                **({"battles_file": BATTLES_FILE, "n_battles": len(battles)} if mine else {})})
     config = {"tasks": [TASK], "limit": cfg.limit, "seed": cfg.seed, "num_fewshot": 0,
               "apply_chat_template": True, "system_prompt": cfg.system_prompt, "gen_overrides": dict(c.gen),

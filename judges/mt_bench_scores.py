@@ -83,26 +83,31 @@ def outcome_for(p: PairResult, model: str) -> Optional[float]:
     return o if model == p.model_1 else 1.0 - o
 
 
-def summarize(docs: Sequence[Doc], single: Sequence[Judgment], pairs: Sequence[PairResult], model: str) -> tuple:
-    """Metrics, per-category breakdowns and per-question sample metrics for one contestant."""
+def summarize(docs: Sequence[Doc], single: Sequence[Judgment], pairs: Sequence[PairResult], model: str,
+              rating: str = "score") -> tuple:
+    """Metrics, per-category breakdowns and per-question sample metrics for one contestant.
+
+    ``rating`` names the single-grading metrics: ``score`` for a judge's 1-10 ratings, ``reward``
+    when a reward model judges (its raw rewards are on another scale, so they never share a
+    leaderboard figure with judge scores)."""
     metrics, breakdowns = {}, {}
     per_q = defaultdict(dict)
     if single:
         vals = [j.value for j in single]
         qids = [j.meta["qid"] for j in single]
-        metrics["score"] = clustered_mean(vals, qids)
+        metrics[rating] = clustered_mean(vals, qids)
         for turn in (1, 2):
             tv = [j.value for j in single if j.meta["turn"] == turn]
             if tv:
-                metrics[f"score_turn{turn}"] = mean_metric(tv)
+                metrics[f"{rating}_turn{turn}"] = mean_metric(tv)
         for cat in dict.fromkeys(d.meta["category"] for d in docs):
             cj = [j for j in single if j.meta["category"] == cat]
-            breakdowns[cat] = {"score": clustered_mean([j.value for j in cj], [j.meta["qid"] for j in cj])}
+            breakdowns[cat] = {rating: clustered_mean([j.value for j in cj], [j.meta["qid"] for j in cj])}
         for j in single:
-            per_q[j.meta["qid"]][f"score_turn{j.meta['turn']}"] = j.value
+            per_q[j.meta["qid"]][f"{rating}_turn{j.meta['turn']}"] = j.value
         for qid, m in per_q.items():
             got = [v for k, v in m.items() if v is not None]
-            m["score"] = float(np.mean(got)) if got else None
+            m[rating] = float(np.mean(got)) if got else None
     mine = [p for p in pairs if model in (p.model_1, p.model_2)]
     if mine:
         metrics["win_rate"] = clustered_mean([outcome_for(p, model) for p in mine], [p.qid for p in mine])

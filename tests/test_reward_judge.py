@@ -35,6 +35,10 @@ def test_mt_bench_with_a_reward_model_judge(tmp_path, rm_dir, capsys):
     runs = {json.loads((p / "run.json").read_text())["model"]["name"]: p for p in out.iterdir()}
     vic = json.loads((runs["vicuna-13b-v1.3"] / "run.json").read_text())
     judge = vic["tasks"]["mt_bench"]["extra"]["judge"]
+    # rewards are not 1-10 judge scores: named apart, so no leaderboard figure mixes the two
+    names = set(vic["tasks"]["mt_bench"]["metrics"])
+    assert {"reward", "reward_turn1", "win_rate"} <= names and not any(n.startswith("score") for n in names)
+    assert "not MT-Bench's 1-10 scale" in vic["tasks"]["mt_bench"]["extra"]["score_note"]
     assert judge["kind"] == "reward_model" and judge["pooling"]["activation"] == "none"
     assert judge["pairwise"]["swap_disagreement_rate"] == 0.0   # a reward does not depend on the order
     assert judge["single"]["parse_failures"] == 0 and "length_spearman" in judge["single"]  # reward vs answer length (None under 3 points)

@@ -56,8 +56,13 @@ class VLLMRewardBackend(RewardBackend):
         self.check_head()
 
     def identity(self) -> dict:
-        # the engine's numerics: dtype (pooling only decides which requests the engine can answer)
-        return {**super().identity(), "dtype": self.dtype_name}
+        # the engine's numerics: dtype (pooling only decides which requests the engine can answer).
+        # Before evalkit applied activations itself (raw logits from vLLM), vLLM applied softmax to
+        # heads with several labels under activation=sigmoid: such cache entries must not be reused.
+        ident = {**super().identity(), "dtype": self.dtype_name}
+        if self.activation != "none":
+            ident["activation_applied_by"] = "evalkit"
+        return ident
 
     def pooling_info(self) -> dict:
         return {**super().pooling_info(), "dtype": self.dtype_name, "vllm_pooling_task":

@@ -286,8 +286,8 @@ def format_table(run: dict) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    eng = run.get("engine", {})
-    lines.append(f"\nmodel {run['model']['name']} ({run['model']['backend']}); requests: {eng.get('requested', 0)}, "
-                 f"unique {eng.get('unique', 0)}, cached {eng.get('cached', 0)}, computed {eng.get('computed', 0)}; "
-                 f"{run['timings']['total_s']:.1f}s")
+    eng = run.get("engine") or {}  # absent when nothing went to a model (a retriever without a reranker)
+    counts = (f"requests: {eng.get('requested', 0)}, unique {eng.get('unique', 0)}, cached {eng.get('cached', 0)}, "
+              f"computed {eng.get('computed', 0)}; ") if eng else ""
+    lines.append(f"\nmodel {run['model']['name']} ({run['model']['backend']}); {counts}{run['timings']['total_s']:.1f}s")
     return "\n".join(lines)
