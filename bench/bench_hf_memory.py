@@ -1,7 +1,7 @@
 """Peak memory of WikiText-2 perplexity through the HF backend: chunked vs full log-probabilities.
 
 Each side runs in its own subprocess on the bundled model (fp32, CPU, max_length 2048, the default
-``batch_size=auto`` token budget, i.e. 8 windows of 2,048 tokens a batch), scores the same WikiText-2
+``batch_size=auto`` token budget, i.e. 4 windows of 2,048 tokens a batch on CPU), scores the same WikiText-2
 test documents with ``loglikelihood_rolling`` and reports its peak RSS, read by the parent from the
 child's own ``ru_maxrss`` (``os.wait4``), beside its wall time:
   - chunked: the backend as shipped (hidden states kept, only scored positions projected to the

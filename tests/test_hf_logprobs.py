@@ -225,3 +225,30 @@ def test_scoring_streams_batch_by_batch(hf_backend, tiny_model_dir):
     texts = [RollingRequest(f"Some text number {i} to score.") for i in range(5)]
     rolled = list(b.stream("loglikelihood_rolling", texts))
     assert len(rolled) == 3 and [i for g in rolled for i, _ in g] == list(range(5))
+
+
+def test_batched_pair_encoding_equals_one_pair_at_a_time(hf_backend):
+    """``encode_pairs`` (every distinct string once, one batch call) gives exactly ``encode_pair``'s
+    tokens: shared contexts, trailing whitespace moved into the continuation, an empty context."""
+    ctx = "The following are multiple choice questions (with answers).\n\nWhat is 2+2?\nA. 3\nB. 4\nAnswer:"
+    pairs = [(ctx, f" {c}") for c in "ABCD"] + [(ctx + " ", "B"), ("", "hello world"), ("Paris is in", " France."),
+                                                 ("naïve café ", "crème brûlée"), (ctx, " A")]
+    assert hf_backend.encode_pairs(pairs) == [hf_backend.encode_pair(c, x) for c, x in pairs]
+    assert hf_backend.encode_pairs([]) == []
+
+
+def test_allocator_setting_is_applied_once_and_can_be_turned_off(tmp_path):
+    """On glibc the HF backend keeps large buffers in the heap (``cpu_malloc``); EVALKIT_MALLOC_TUNING=0
+    leaves the allocator alone. Run in subprocesses: the setting is per process."""
+    import os
+    import platform
+    import subprocess
+    import sys
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        pytest.skip("mallopt is glibc's")
+    code = ("from evalkit.backends.cpu_malloc import keep_buffers_in_heap as k; "
+            "print(k(), k())")
+    for value, want in (("1", "True True"), ("0", "False False")):
+        out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "EVALKIT_MALLOC_TUNING": value},
+                             capture_output=True, text=True, check=True).stdout.strip()
+        assert out == want, (value, out)

@@ -17,7 +17,7 @@ import os
 from collections import Counter
 from typing import Optional
 
-from evalkit.backends.hf import HFBackend
+from evalkit.backends.hf import CPU_TOKEN_BUDGET, HFBackend
 from evalkit.backends.logprobs import CPU_CHUNK_ELEMS, GPU_CHUNK_ELEMS
 
 
@@ -76,7 +76,7 @@ class LoadedHFBackend(HFBackend):
         self._max_length = int(max_length) if max_length else None
         self.max_gen_toks = int(max_gen_toks)
         self.batch_size = batch_size
-        self.token_budget = int(token_budget or (16384 if self.device.type == "cpu" else 262144))
+        self.token_budget = int(token_budget or (CPU_TOKEN_BUDGET if self.device.type == "cpu" else 262144))
         self.chunk_size = int(chunk_size or (64 if self.device.type == "cpu" else 512))
         self.chunk_elems = CPU_CHUNK_ELEMS if self.device.type == "cpu" else GPU_CHUNK_ELEMS
         self._oom_budget = None

@@ -8,22 +8,41 @@ hf and vllm backends score the very same token sequences.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 
 def encode_pair(encode: Callable[[str], list[int]], prefix_token_id: int, context: str,
                 continuation: str) -> tuple[list[int], list[int]]:
     """(context tokens, continuation tokens) as lm-eval's ``_encode_pair``; an empty context
     becomes the prefix token (BOS, else EOS) so the first continuation token is still scored."""
-    if context == "":
-        return [prefix_token_id], encode(continuation)
-    n_spaces = len(context) - len(context.rstrip())
-    if n_spaces:
-        continuation = context[-n_spaces:] + continuation
-        context = context[:-n_spaces]
-    whole = encode(context + continuation)
-    ctx = encode(context)
-    return ctx, whole[len(ctx):]
+    return encode_pairs(lambda texts: [encode(t) for t in texts], prefix_token_id, [(context, continuation)])[0]
+
+
+def encode_pairs(encode_many: Callable[[list[str]], list[list[int]]], prefix_token_id: int,
+                 pairs: Sequence[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
+    """``encode_pair`` for many (context, continuation) pairs, with every distinct string (a
+    question's context is shared by its choices) tokenized once, all in one ``encode_many`` call."""
+    jobs, texts = [], {}
+    for context, continuation in pairs:
+        if context == "":
+            jobs.append((None, continuation))
+            texts[continuation] = None
+            continue
+        n_spaces = len(context) - len(context.rstrip())
+        if n_spaces:
+            continuation = context[-n_spaces:] + continuation
+            context = context[:-n_spaces]
+        jobs.append((context, context + continuation))
+        texts[context] = texts[context + continuation] = None
+    ids = dict(zip(texts, encode_many(list(texts)))) if texts else {}
+    out = []
+    for context, whole in jobs:
+        if context is None:
+            out.append(([prefix_token_id], ids[whole]))
+        else:
+            ctx = ids[context]
+            out.append((ctx, ids[whole][len(ctx):]))
+    return out
 
 
 def rolling_windows(tokens: list[int], prefix_token: int, max_len: int):
@@ -70,8 +89,17 @@ class TokenizerMixin:
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=self.add_bos_token)
 
+    def encode_many(self, texts: list[str]) -> list[list[int]]:
+        """``encode`` of each text, in one batch call (a fast tokenizer spreads it over threads)."""
+        if not texts:
+            return []
+        return [list(x) for x in self.tokenizer(list(texts), add_special_tokens=self.add_bos_token)["input_ids"]]
+
     def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
         return encode_pair(self.encode, self.prefix_token_id, context, continuation)
+
+    def encode_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
+        return encode_pairs(self.encode_many, self.prefix_token_id, pairs)
 
     def apply_chat_template(self, messages: list[dict]) -> str:
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,

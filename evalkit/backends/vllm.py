@@ -237,7 +237,7 @@ class VLLMBackend(TokenizerMixin, Backend):
 
     # ---- loglikelihood -----------------------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
-        return self._score_pairs([self.encode_pair(r.context, r.continuation) for r in requests], share_prefix=True)
+        return self._score_pairs(self.encode_pairs([(r.context, r.continuation) for r in requests]), share_prefix=True)
 
     def score_windows(self, windows):
         # windows of one text share no prefix worth caching: score them all in one batch
