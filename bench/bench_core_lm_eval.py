@@ -118,7 +118,7 @@ def main():
     ap.add_argument("--wikitext-docs", type=int, default=None, help="only the first N of the 62 test documents")
     ap.add_argument("--skip-gsm8k", action="store_true")
     args = ap.parse_args()
-    from evalkit import models
+    from evalkit.backends import model_dirs as models
     model_dir = str(models.prepare("smollm2-135m"))
     tmp = Path(tempfile.mkdtemp(prefix="evalkit-bench-"))
     write_lm_eval_tasks(tmp, args.wikitext_docs)

@@ -31,8 +31,8 @@ from evalkit.compare import CompareOptions, compare_runs  # noqa: E402
 from evalkit.compare import paired, power  # noqa: E402
 from evalkit.compare.multiplicity import adjust  # noqa: E402
 from evalkit.records import write_run  # noqa: E402
-from evalkit.stats import mean_metric  # noqa: E402
-from evalkit.task import Sample, content_hash  # noqa: E402
+from evalkit.scoring.stats import mean_metric  # noqa: E402
+from evalkit.taskapi.task import Sample, content_hash  # noqa: E402
 
 N, ALPHA, DROP = 1319, 0.05, 0.03
 

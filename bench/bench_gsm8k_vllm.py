@@ -69,7 +69,7 @@ def main() -> int:
         lm_eval_cli(a.lm_eval_cli)
         return 0
     if a.model is None:
-        from evalkit import models
+        from evalkit.backends import model_dirs as models
         a.model = str(models.prepare("smollm2-135m"))
     import lm_eval
     tmp = Path(tempfile.mkdtemp(prefix="evalkit-gsm8k-vllm-"))

@@ -28,9 +28,9 @@ DATA = REPO.parent / "shared" / "data"
 
 def overhead(items: int, tmp: Path) -> dict:
     from evalkit.backends.base import Backend
-    from evalkit.cache import ResponseCache
-    from evalkit.requests import Completion
-    from evalkit.runner import RunConfig, evaluate, load_tasks
+    from evalkit.run.cache import ResponseCache
+    from evalkit.taskapi.requests import Completion
+    from evalkit.run.runner import RunConfig, evaluate, load_tasks
 
     class Canned(Backend):
         name = "canned"
@@ -61,7 +61,7 @@ def overhead(items: int, tmp: Path) -> dict:
 
 
 def rerun_from_cache(model_items: int, tmp: Path, backend: str) -> dict:
-    from evalkit import models
+    from evalkit.backends import model_dirs as models
     model = f"{backend}:{models.prepare('smollm2-135m')}"
     cmd = [sys.executable, "-m", "evalkit", "run", "--model", model, "--tasks", "gsm8k", "--limit", str(model_items),
            "--data", f"gsm8k={DATA / 'gsm8k'}", "--cache-dir", str(tmp / f"cache-{backend}"),

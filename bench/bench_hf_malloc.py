@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def child(a) -> None:
     import random
-    from evalkit import models
+    from evalkit.backends import model_dirs as models
     from evalkit.backends.hf import HFBackend
     backend = HFBackend(str(models.prepare("smollm2-135m")), dtype="float32", max_length=a.length, threads=a.threads)
     rng = random.Random(1234)

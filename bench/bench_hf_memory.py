@@ -63,8 +63,8 @@ def child(args) -> int:
     import resource
 
     from evalkit.backends.hf import HFBackend
-    from evalkit.models import prepare
-    from evalkit.requests import RollingRequest
+    from evalkit.backends.model_dirs import prepare
+    from evalkit.taskapi.requests import RollingRequest
 
     docs = documents(args.docs)
     backend = HFBackend(str(prepare("smollm2-135m")), max_length=args.max_length, threads=args.threads)

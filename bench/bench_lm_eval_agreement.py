@@ -81,7 +81,7 @@ def _mmlu_rows(docs, subject):
 def write_tasks(tmp: Path, subjects: list[str], mmlu_n: int, math_n: int) -> None:
     """lm-eval task YAMLs over JSONL copies of exactly the items evalkit reads (same loader, same order)."""
     import lm_eval
-    from evalkit import registry
+    from evalkit.taskapi import registry
     lm_tasks = Path(lm_eval.__file__).parent / "tasks"
     for s in subjects:
         t = registry.get_task_class(f"mmlu_{s}")(data_path=str(DATA / "mmlu"))
@@ -294,9 +294,9 @@ def bench_math_scorers(a) -> dict:
     each MATH-500 reference solution, written as a minerva answer, against its own problem (mostly
     right) and against the next problem (mostly wrong) -- item by item."""
     import lm_eval.tasks.minerva_math.utils as lm
-    from evalkit import registry
-    from evalkit.requests import Completion
-    from evalkit.task import RunContext
+    from evalkit.taskapi import registry
+    from evalkit.taskapi.requests import Completion
+    from evalkit.taskapi.task import RunContext
     t = registry.get_task_class("math500")(data_path=str(DATA / "math" / "MATH-500"))
     docs = t.eval_docs()[: a.scorer_items]
     texts = [d.meta["solution"] + f"\nFinal Answer: The final answer is ${d.target}$. I hope it is correct."
@@ -346,7 +346,7 @@ def main():
         [s.strip() for s in a.mmlu_subjects.split(",") if s.strip()]
     a.mmlu_limit, a.gsm8k_limit, a.math_limit = (x or None for x in (a.mmlu_limit, a.gsm8k_limit, a.math_limit))
     if a.model_dir is None:
-        from evalkit import models
+        from evalkit.backends import model_dirs as models
         a.model_dir = str(models.prepare("smollm2-135m"))
     THREADS.update(OMP_NUM_THREADS=str(a.threads), MKL_NUM_THREADS=str(a.threads), EVALKIT_TORCH_THREADS=str(a.threads))
     tmp = Path(tempfile.mkdtemp(prefix="evalkit-agree-"))

@@ -56,8 +56,8 @@ def dump_requests(a, path: Path) -> dict:
     """The unique requests of the run, as evalkit's planner builds them (what its engine sends)."""
     from evalkit.cli import build_parser
     from evalkit.cli.run import build_config
-    from evalkit.requests import GenerateRequest, LoglikelihoodRequest
-    from evalkit.runner import plan
+    from evalkit.taskapi.requests import GenerateRequest, LoglikelihoodRequest
+    from evalkit.run.runner import plan
 
     p = plan(build_config(build_parser().parse_args(run_args(a))))
     unique = {r.key(): r for r in p.all_requests()}
@@ -126,7 +126,7 @@ def main() -> int:
     a = ap.parse_args()
     a.suite = "mixed" if a.mixed else "gsm8k"
     if a.model is None:
-        from evalkit import models
+        from evalkit.backends import model_dirs as models
         a.model = str(models.prepare("smollm2-135m"))
     if a.bare:
         return bare(a)
@@ -165,7 +165,7 @@ def main() -> int:
             print(f"  lm-eval vllm       {peers[-1]:7.1f} s", flush=True)
     t_bare, t_ours = min(bares), min(ours)
 
-    from evalkit.cache import ResponseCache
+    from evalkit.run.cache import ResponseCache
     from evalkit.records import iter_runs
     (rec,) = list(iter_runs(tmp / "ek"))
     cache = ResponseCache(tmp / "cache" / "responses.sqlite")

@@ -67,7 +67,7 @@ def build_items(n: int, fewshot: int) -> list[dict]:
 
 def run_ours(items, args) -> dict:
     from evalkit.backends.vllm import VLLMBackend
-    from evalkit.requests import LoglikelihoodRequest
+    from evalkit.taskapi.requests import LoglikelihoodRequest
 
     t0 = time.time()
     be = VLLMBackend(args.model, dtype=args.dtype, max_model_len=args.max_model_len, seed=0, progress=False)

@@ -24,11 +24,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 DATA = REPO.parent / "shared" / "data"
 
-from evalkit.math_equivalence import math_verify_equiv  # noqa: E402
-from evalkit.requests import Completion  # noqa: E402
+from evalkit.scoring.math_equivalence import math_verify_equiv  # noqa: E402
+from evalkit.taskapi.requests import Completion  # noqa: E402
 from evalkit.rl import Verifier  # noqa: E402
 from evalkit.rl.export import iter_items  # noqa: E402
-from evalkit.task import RunContext  # noqa: E402
+from evalkit.taskapi.task import RunContext  # noqa: E402
 
 def judge_eval_math_verify(item):
     """``judge_one``'s math_verify verdict, computed as it computes it (no memo), without minerva."""

@@ -99,7 +99,7 @@ TASKS = ("gsm8k_local", "minerva_math_local", "humaneval_local", *(f"mmlu_local_
 def write_mixed(tmp: Path, data: Path, limit: int) -> str:
     """Write the YAMLs and data files under ``tmp``; returns lm-eval's ``--tasks`` value."""
     import lm_eval
-    from evalkit import registry
+    from evalkit.taskapi import registry
 
     lm_tasks = Path(lm_eval.__file__).parent / "tasks"
     (tmp / "gsm8k_local.yaml").write_text(agree.GSM8K_YAML.format(

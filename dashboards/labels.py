@@ -23,7 +23,7 @@ FAMILIES = {"gsm8k": "math", "math": "math", "math500": "math", "hendrycks": "ma
 
 def task_family(task: str) -> str:
     try:
-        from evalkit import registry
+        from evalkit.taskapi import registry
         fam = getattr(registry.all_tasks().get(task), "family", None)
         if isinstance(fam, str) and fam:
             return fam

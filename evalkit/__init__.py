@@ -1,12 +1,15 @@
 """evalkit: an LLM evaluation harness with honest statistics.
 
-The public API a task author needs lives here; see ``evalkit.task`` for the plugin contract.
+The public API a task author needs lives here; see ``evalkit.taskapi.task`` for the plugin contract.
 """
 
 from evalkit.version import __version__  # noqa: E402
+from evalkit import _moved  # noqa: E402
 
-from evalkit.requests import GenerateRequest, GenParams, LoglikelihoodRequest, RollingRequest  # noqa: E402
-from evalkit.task import Doc, Sample, Task, register_task  # noqa: E402
+_moved.install()  # evalkit.task, evalkit.runner, ... from before the folders
+
+from evalkit.taskapi.requests import GenerateRequest, GenParams, LoglikelihoodRequest, RollingRequest  # noqa: E402
+from evalkit.taskapi.task import Doc, Sample, Task, register_task  # noqa: E402
 
 
 

@@ -65,8 +65,9 @@ def make_model_backend(model, tokenizer=None, model_args: Optional[dict] = None)
 
 
 def _config(tasks, limit, o: dict):
-    from evalkit import registry, validation
-    from evalkit.run_config import RunConfig
+    from evalkit.taskapi import registry
+    from evalkit.run import validation
+    from evalkit.run.config import RunConfig
     for p in ([o["include_path"]] if isinstance(o.get("include_path"), str) else o.get("include_path") or []):
         registry.include_path(str(p))
     names = registry.expand([tasks] if isinstance(tasks, str) else list(tasks))
@@ -91,16 +92,16 @@ def _config(tasks, limit, o: dict):
 
 def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, None] = None, **options):
     """Evaluate ``model`` on ``tasks``; returns the run record (see the module docstring)."""
-    from evalkit.cache import NullCache, ResponseCache
+    from evalkit.run.cache import NullCache, ResponseCache
     from evalkit.records import Run
-    from evalkit.runner import evaluate as run_evaluation, load_tasks
+    from evalkit.run.runner import evaluate as run_evaluation, load_tasks
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise TypeError(f"evalkit.evaluate: unknown option(s) {', '.join(unknown)}; known: {', '.join(OPTIONS)}")
     config = _config(tasks, limit, options)
     task_runs = load_tasks(config)  # data errors before any model work
     model_args = dict(options.get("model_args") or {})
-    from evalkit.thinking import pop_options
+    from evalkit.scoring.thinking import pop_options
     thinking = pop_options(model_args)   # trace markers (think_start=...) are the run's, not the backend's
     if thinking:
         config.thinking = {**config.thinking, **thinking}

@@ -30,9 +30,9 @@ import numpy as np
 from evalkit.arena import Battle, BattleTable, compute_bt, write_battles
 from evalkit.arena.summary import TASK, arena_entry, rate  # noqa: F401 (rate stays importable here)
 from evalkit.arena.stream import sniff_format
-from evalkit.data import DataError, read_records
+from evalkit.taskapi.data import DataError, read_records
 from evalkit.records import ModelInfo, TaskEntry, new_run, write_run
-from evalkit.task import Doc
+from evalkit.taskapi.task import Doc
 from evalkit.tasks.mt_bench import MTBench, load_references
 
 from .contestants import BackendPool, Contestant, check_unique, load_answers

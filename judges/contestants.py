@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Optional
 
 from evalkit.backends import make_backend, split_spec
-from evalkit.data import DataError, read_records
-from evalkit.engine import Engine
-from evalkit.provenance import file_sha256 as file_digest  # noqa: F401 (importable here)
+from evalkit.taskapi.data import DataError, read_records
+from evalkit.run.engine import Engine
+from evalkit.records.provenance import file_sha256 as file_digest  # noqa: F401 (importable here)
 
 OVERRIDES = {"temperature": float, "top_p": float, "max_tokens": int, "seed": int, "name": str}
 

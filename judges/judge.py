@@ -21,10 +21,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from evalkit.engine import Engine
-from evalkit.requests import GenerateRequest, GenParams, LoglikelihoodRequest
-from evalkit.stats import derive_seed
-from evalkit.thinking import separate
+from evalkit.run.engine import Engine
+from evalkit.taskapi.requests import GenerateRequest, GenParams, LoglikelihoodRequest
+from evalkit.scoring.stats import derive_seed
+from evalkit.scoring.thinking import separate
 
 from .parsing import parse
 from .templates import JudgeTemplate

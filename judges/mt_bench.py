@@ -20,10 +20,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from evalkit.requests import GenerateRequest, GenParams
-from evalkit.stats import derive_seed
-from evalkit.thinking import separate
-from evalkit.task import Doc
+from evalkit.taskapi.requests import GenerateRequest, GenParams
+from evalkit.scoring.stats import derive_seed
+from evalkit.scoring.thinking import separate
+from evalkit.taskapi.task import Doc
 from evalkit.tasks.mt_bench import MTBench, load_references, temperature_for
 
 from .contestants import BackendPool, Contestant, check_unique, load_answers

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from evalkit.arena import write_battles
 from evalkit.records import ModelInfo, TaskEntry, new_run, write_run
-from evalkit.task import Doc, Sample, content_hash
+from evalkit.taskapi.task import Doc, Sample, content_hash
 from evalkit.tasks.mt_bench import MTBench, temperature_for
 
 from .contestants import Contestant

@@ -15,8 +15,8 @@ import numpy as np
 from scipy import stats as sps
 
 from evalkit.arena import Battle
-from evalkit.stats import MetricValue, mean_metric
-from evalkit.task import Doc
+from evalkit.scoring.stats import MetricValue, mean_metric
+from evalkit.taskapi.task import Doc
 
 from .judge import Judgment
 from .reliability import combine_orders

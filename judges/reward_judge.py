@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from evalkit.engine import Engine
-from evalkit.requests import RewardRequest
+from evalkit.run.engine import Engine
+from evalkit.taskapi.requests import RewardRequest
 
 from .judge import JudgeCall, Judgment
 

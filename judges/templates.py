@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
-from evalkit.data import DataError, read_records
+from evalkit.taskapi.data import DataError, read_records
 
 log = logging.getLogger(__name__)
 

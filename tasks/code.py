@@ -3,7 +3,7 @@
 ``CodeTask`` turns each completion into a candidate program (``candidate``, task-specific
 post-processing), runs every candidate of the run in one long-lived ``evalkit.sandbox.Sandbox``
 (created in ``score_all``, all programs through ``run_many``, closed at the end) and scores each
-problem with the unbiased pass@k estimator (``evalkit.passk``).
+problem with the unbiased pass@k estimator (``evalkit.scoring.passk``).
 
 Execution mode per problem: when the tests use no name of the candidate's module but the entry
 point (checked statically, ``free_names``), the sandbox runs candidate and tests apart
@@ -32,9 +32,9 @@ from collections import Counter
 from dataclasses import replace
 from typing import ClassVar, Optional, Sequence
 
-from evalkit.passk import parse_ks, pass_at_k
-from evalkit.requests import Completion
-from evalkit.task import Doc, GenerationTask, RunContext, Sample
+from evalkit.scoring.passk import parse_ks, pass_at_k
+from evalkit.taskapi.requests import Completion
+from evalkit.taskapi.task import Doc, GenerationTask, RunContext, Sample
 
 log = logging.getLogger(__name__)
 

@@ -26,11 +26,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable
 
-from evalkit.choices import LETTERS, extract_answer_letter, permutation, simple_evals_prompt
-from evalkit.data import DataError, DataSource, FieldError, Provenance, Record
-from evalkit.requests import GenParams
-from evalkit.stats import mean_metric
-from evalkit.task import Doc, GenerationTask, MultipleChoiceTask, Sample, register_task
+from evalkit.scoring.choices import LETTERS, extract_answer_letter, permutation, simple_evals_prompt
+from evalkit.taskapi.data import DataError, DataSource, FieldError, Provenance, Record
+from evalkit.taskapi.requests import GenParams
+from evalkit.scoring.stats import mean_metric
+from evalkit.taskapi.task import Doc, GenerationTask, MultipleChoiceTask, Sample, register_task
 
 # Published by the authors in their README for dataset.zip (not a secret; it deters crawlers).
 GPQA_ZIP_PASSWORD = "deserted-untie-orchid"

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-from evalkit.answers import FLEXIBLE_NUMBER, INVALID, lm_eval_exact_match, numbers_equal, regex_extract
-from evalkit.data import DataSource, require
-from evalkit.requests import GenParams
-from evalkit.task import Doc, GenerationTask, Scored, register_task
+from evalkit.scoring.answers import FLEXIBLE_NUMBER, INVALID, lm_eval_exact_match, numbers_equal, regex_extract
+from evalkit.taskapi.data import DataSource, require
+from evalkit.taskapi.requests import GenParams
+from evalkit.taskapi.task import Doc, GenerationTask, Scored, register_task
 
 GSM8K_DATA = DataSource(hub_path="openai/gsm8k", hub_name="main",
                         local_files={"test": ["test.jsonl"], "train": ["train.jsonl"]})

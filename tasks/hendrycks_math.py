@@ -10,7 +10,7 @@ run applies the chat template, minerva otherwise):
 - ``chat`` (chat models): zero-shot, "... Please reason step by step, and put your final answer
   within \boxed{}.".
 
-Scoring (``evalkit.math_equivalence``, in worker processes): ``math_verify`` (math-verify on the
+Scoring (``evalkit.scoring.math_equivalence``, in worker processes): ``math_verify`` (math-verify on the
 whole completion against the reference solution, as lm-eval calls it) and ``exact_match``
 (lm-eval's minerva rule on the "Final Answer" line -- with the chat prompt on the last
 ``\boxed{}`` instead, since that prompt asks for a box). ``extracted`` holds the last ``\boxed{}``
@@ -27,12 +27,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Iterable
 
-from evalkit.data import DataError, DataSource, FieldError, Provenance, Record, read_records, require
-from evalkit.math_equivalence import (INVALID_ANSWER, JudgeItem, boxed_answer, extract_answer, get_unnormalized_answer,
+from evalkit.taskapi.data import DataError, DataSource, FieldError, Provenance, Record, read_records, require
+from evalkit.scoring.math_equivalence import (INVALID_ANSWER, JudgeItem, boxed_answer, extract_answer, get_unnormalized_answer,
                                       judge_many, judge_one, minerva_gold, normalize_final_answer)
-from evalkit.requests import GenParams
-from evalkit.stats import derive_seed, mean_metric
-from evalkit.task import Doc, GenerationTask, Scored, register_task
+from evalkit.taskapi.requests import GenParams
+from evalkit.scoring.stats import derive_seed, mean_metric
+from evalkit.taskapi.task import Doc, GenerationTask, Scored, register_task
 
 SUBJECT_DIRS = ("algebra", "counting_and_probability", "geometry", "intermediate_algebra", "number_theory",
                 "prealgebra", "precalculus")

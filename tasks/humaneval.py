@@ -17,9 +17,9 @@ it removed first. ``evalkit check-canonical --task humaneval`` runs the referenc
 """
 from __future__ import annotations
 
-from evalkit.data import DataSource, require
-from evalkit.requests import GenParams
-from evalkit.task import Doc, register_task
+from evalkit.taskapi.data import DataSource, require
+from evalkit.taskapi.requests import GenParams
+from evalkit.taskapi.task import Doc, register_task
 from evalkit.tasks.code import GIVEN, CodeTask, code_part, cut_at_stops, defines, split_fence, structured_ok
 
 STOPS = ("\nclass", "\ndef", "\n#", "\nif", "\nprint", "\n```")

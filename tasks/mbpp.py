@@ -24,9 +24,9 @@ import ast
 import builtins
 from pathlib import Path
 
-from evalkit.data import DataError, DataSource, read_records, require
-from evalkit.requests import GenParams
-from evalkit.task import Doc, register_task
+from evalkit.taskapi.data import DataError, DataSource, read_records, require
+from evalkit.taskapi.requests import GenParams
+from evalkit.taskapi.task import Doc, register_task
 from evalkit.tasks.code import CodeTask, code_part, cut_at_stops, parse, structured_ok
 
 SPLIT_IDS = {"prompt": (1, 10), "test": (11, 510), "validation": (511, 600), "train": (601, 974)}

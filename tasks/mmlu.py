@@ -23,11 +23,11 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable
 
-from evalkit.choices import extract_answer_letter, macro_mean, simple_evals_prompt
-from evalkit.data import DataError, DataSource, FieldError, Provenance, Record, decoded_lines
-from evalkit.requests import GenParams
-from evalkit.stats import mean_metric
-from evalkit.task import Doc, GenerationTask, MultipleChoiceTask, Sample, Scored, register_task
+from evalkit.scoring.choices import extract_answer_letter, macro_mean, simple_evals_prompt
+from evalkit.taskapi.data import DataError, DataSource, FieldError, Provenance, Record, decoded_lines
+from evalkit.taskapi.requests import GenParams
+from evalkit.scoring.stats import mean_metric
+from evalkit.taskapi.task import Doc, GenerationTask, MultipleChoiceTask, Sample, Scored, register_task
 
 # lm-eval's mapping (tasks/mmlu/_generate_configs.py), which follows the MMLU paper's categories.
 SUBJECTS = {

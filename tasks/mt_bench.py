@@ -18,8 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from evalkit.data import DataError, DataSource, FieldError, read_records, require
-from evalkit.task import Doc, Task, register_task
+from evalkit.taskapi.data import DataError, DataSource, FieldError, read_records, require
+from evalkit.taskapi.task import Doc, Task, register_task
 
 NEED_REF_CATS = ("math", "reasoning", "coding")
 # fastchat/llm_judge/common.py temperature_config; other categories sample at 0.7

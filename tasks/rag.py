@@ -32,14 +32,14 @@ import re
 import string
 from typing import Optional
 
-from evalkit.data import DataError, jsonl_records, require
-from evalkit.items import Doc, Sample
-from evalkit.requests import GenerateRequest, GenParams
+from evalkit.taskapi.data import DataError, jsonl_records, require
+from evalkit.taskapi.items import Doc, Sample
+from evalkit.taskapi.requests import GenerateRequest, GenParams
 from evalkit.retrieval.conventions import Conventions
 from evalkit.retrieval.measures import query_measures, ranked_list
 from evalkit.retrieval.rag_context import RETRIEVAL_OPTIONS, RagRetrieval, retrieve_contexts
-from evalkit.stats import mean_metric
-from evalkit.task import GenerationTask, register_task
+from evalkit.scoring.stats import mean_metric
+from evalkit.taskapi.task import GenerationTask, register_task
 from evalkit.tasks.gsm8k import GSM8K, GSM8K_DATA
 
 

@@ -21,13 +21,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from evalkit.data import DataError, jsonl_records
-from evalkit.items import Doc, Sample
-from evalkit.metric import Metric
+from evalkit.taskapi.data import DataError, jsonl_records
+from evalkit.taskapi.items import Doc, Sample
+from evalkit.scoring.metric import Metric
 from evalkit.retrieval.conventions import Conventions, parse_ks
 from evalkit.retrieval.formats import RetrievalData, read_beir
 from evalkit.retrieval.measures import counted_queries, measure_names, query_measures, ranked_list
-from evalkit.task import Task, register_task
+from evalkit.taskapi.task import Task, register_task
 
 SHOWN = 10  # top documents kept in each sample (the TREC run file keeps them all)
 

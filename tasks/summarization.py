@@ -5,7 +5,7 @@ Prompts follow HELM's: ``###\\nArticle: <document>\\n\\nSummarize the above arti
 the summary right after, stopping at ``###`` (which would open the next example); zero-shot by
 default. Chat models get the same instruction as a user turn, few-shot examples as earlier turns.
 
-Scores: rouge-score with Porter stemming, F-measure per sample (``evalkit.metrics.text``), reported
+Scores: rouge-score with Porter stemming, F-measure per sample (``evalkit.scoring.text_metrics``), reported
 as the mean with the analytic stderr. ``rougeLsum`` splits texts into sentences on newlines, as the
 reference implementation expects: CNN/DM highlights are one sentence per line; outputs are scored
 as generated (stripped), never re-split.
@@ -32,10 +32,10 @@ from evalkit.tasks.translation import (
     references_of,
 )
 
-from evalkit.data import DataError, DataSource, Provenance, Record
-from evalkit.metrics.text import ROUGE_TYPES, RougeMetrics, as_references
-from evalkit.requests import GenParams
-from evalkit.task import Doc, Scored, register_task
+from evalkit.taskapi.data import DataError, DataSource, Provenance, Record
+from evalkit.scoring.text_metrics import ROUGE_TYPES, RougeMetrics, as_references
+from evalkit.taskapi.requests import GenParams
+from evalkit.taskapi.task import Doc, Scored, register_task
 
 DOCUMENT_FIELDS = ("document", "article", "text", "source")
 SUMMARY_FIELDS = ("summary", "highlights", "reference", "references", "target")

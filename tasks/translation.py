@@ -7,7 +7,7 @@ stopping at the end of the line. Chat models (``--apply-chat-template``) get an 
 few-shot examples as earlier user/assistant turns; the first non-empty line of the reply is the
 hypothesis.
 
-Scores. BLEU, chrF and TER through sacrebleu at corpus level (``evalkit.metrics.text``): each
+Scores. BLEU, chrF and TER through sacrebleu at corpus level (``evalkit.scoring.text_metrics``): each
 sample keeps its sufficient statistics, the corpus score is computed from their sum, the CI from a
 seeded segment bootstrap. sacrebleu's signature of each metric is in the run record
 (``tasks[name].extra.sacrebleu.signatures``). For Chinese/Japanese/Korean targets BLEU uses
@@ -32,7 +32,7 @@ from typing import ClassVar, Optional
 
 import numpy as np
 
-from evalkit.data import (
+from evalkit.taskapi.data import (
     DataError,
     DataSource,
     FieldError,
@@ -40,7 +40,7 @@ from evalkit.data import (
     Record,
     read_records,
 )
-from evalkit.metrics.text import (
+from evalkit.scoring.text_metrics import (
     BLEU_TOKENIZER_FOR,
     MT_HIGHER_IS_BETTER,
     MT_METRICS,
@@ -48,9 +48,9 @@ from evalkit.metrics.text import (
     as_references,
     parse_metric_list,
 )
-from evalkit.requests import GenParams
-from evalkit.stats import derive_seed
-from evalkit.task import Doc, GenerationTask, Scored, register_task
+from evalkit.taskapi.requests import GenParams
+from evalkit.scoring.stats import derive_seed
+from evalkit.taskapi.task import Doc, GenerationTask, Scored, register_task
 
 LANGUAGES = {"ar": "Arabic", "cs": "Czech", "de": "German", "en": "English", "es": "Spanish", "et": "Estonian",
              "fi": "Finnish", "fr": "French", "gu": "Gujarati", "hi": "Hindi", "it": "Italian", "ja": "Japanese",

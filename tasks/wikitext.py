@@ -10,9 +10,9 @@ import math
 import re
 from pathlib import Path
 
-from evalkit.data import DataError, DataSource, Provenance, Record, require
-from evalkit.metric import Metric
-from evalkit.task import Doc, PerplexityTask, Sample, register_task
+from evalkit.taskapi.data import DataError, DataSource, Provenance, Record, require
+from evalkit.scoring.metric import Metric
+from evalkit.taskapi.task import Doc, PerplexityTask, Sample, register_task
 
 _SPLIT_FILES = {"test": "test", "validation": "valid", "train": "train"}
 

@@ -225,10 +225,10 @@ def best_of_n_problems(policy: str, items: int = 21) -> list[dict]:
 
 def best_of_n_records(out: Path) -> Path:
     """Three runs with ``--reward-model``-style best-of-N figures on a 21-item GSM8K column (tag ``bon``),
-    computed by ``evalkit.best_of_n`` from ``best_of_n_problems``: ``bon-policy-good-rm`` scored by
+    computed by ``evalkit.scoring.best_of_n`` from ``best_of_n_problems``: ``bon-policy-good-rm`` scored by
     ``fixture-rm`` (good rewards) and, in a second run of the same model, by ``fixture-rm-2`` (bad
     rewards); ``bon-policy-bad-rm`` by ``fixture-rm`` (bad rewards)."""
-    from evalkit import best_of_n
+    from evalkit.scoring import best_of_n
     from evalkit.records import ModelInfo, TaskEntry, new_run, write_run
 
     for name, policy, rm in (("bon-policy-good-rm", "good", "fixture-rm"), ("bon-policy-bad-rm", "bad", "fixture-rm"),

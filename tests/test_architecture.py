@@ -10,25 +10,31 @@ import pytest
 import _import_graph as g
 from conftest import REPO
 
+# The core's folders, lowest first: each may import only the folders listed for it (even lazily).
+# util < records < scoring < taskapi < backends < run; the backends see of the task API only the
+# request kinds they answer.
+ALLOWED = {
+    "evalkit.util": ("evalkit.util", "evalkit.version"),
+    "evalkit.records": ("evalkit.records", "evalkit.util", "evalkit.version"),
+    "evalkit.scoring": ("evalkit.scoring", "evalkit.util", "evalkit.version"),
+    "evalkit.taskapi": ("evalkit.taskapi", "evalkit.scoring", "evalkit.records", "evalkit.util", "evalkit.version"),
+    "evalkit.backends": ("evalkit.backends", "evalkit.taskapi.requests", "evalkit.scoring", "evalkit.records",
+                         "evalkit.util", "evalkit.version"),
+}
 # higher layers than each prefix; a module under the prefix may import none of them (even lazily)
 FORBIDDEN = {
-    "evalkit.tasks": ("evalkit.backends", "evalkit.engine", "evalkit.runner", "evalkit.cli", "evalkit.judges",
-                      "evalkit.dashboards", "evalkit.cache", "evalkit.scoring", "evalkit.parity", "evalkit.merge"),
-    "evalkit.backends": ("evalkit.task", "evalkit.tasks", "evalkit.registry", "evalkit.runner", "evalkit.engine",
-                         "evalkit.cli", "evalkit.judges", "evalkit.dashboards", "evalkit.scoring"),
-    "evalkit.engine": ("evalkit.task", "evalkit.tasks", "evalkit.runner", "evalkit.cli", "evalkit.judges",
-                       "evalkit.dashboards"),
-    "evalkit.judges": ("evalkit.cli", "evalkit.dashboards", "evalkit.runner"),
-    "evalkit.compare": ("evalkit.cli", "evalkit.dashboards", "evalkit.judges", "evalkit.engine", "evalkit.backends",
-                        "evalkit.runner"),
-    "evalkit.dashboards": ("evalkit.cli", "evalkit.engine", "evalkit.backends", "evalkit.runner"),
+    "evalkit.tasks": ("evalkit.backends", "evalkit.run", "evalkit.cli", "evalkit.judges", "evalkit.dashboards"),
+    "evalkit.run": ("evalkit.tasks", "evalkit.cli", "evalkit.judges", "evalkit.dashboards", "evalkit.compare",
+                    "evalkit.sinks"),
+    "evalkit.run.engine": ("evalkit.taskapi.task", "evalkit.taskapi.registry", "evalkit.run.runner"),
+    "evalkit.judges": ("evalkit.cli", "evalkit.dashboards", "evalkit.run.runner"),
+    "evalkit.compare": ("evalkit.cli", "evalkit.dashboards", "evalkit.judges", "evalkit.run", "evalkit.backends"),
+    "evalkit.dashboards": ("evalkit.cli", "evalkit.run", "evalkit.backends"),
+    "evalkit.arena": ("evalkit.cli", "evalkit.dashboards", "evalkit.run", "evalkit.backends", "evalkit.tasks"),
+    "evalkit.fixtures": ("evalkit.cli", "evalkit.run", "evalkit.tasks"),
 }
-# the core's lower layers: data, metrics, statistics, task API, records
-CORE = ("evalkit.task", "evalkit.items", "evalkit.metric", "evalkit.metrics", "evalkit.stats", "evalkit.data", "evalkit.requests",
-        "evalkit.records", "evalkit.record_schema", "evalkit.run_config", "evalkit.registry", "evalkit.provenance",
-        "evalkit.redact", "evalkit.jsonio", "evalkit.kvargs", "evalkit.answers", "evalkit.arena")
-CORE_FORBIDDEN = ("evalkit.runner", "evalkit.engine", "evalkit.backends", "evalkit.cli", "evalkit.judges",
-                  "evalkit.dashboards", "evalkit.tasks", "evalkit.scoring", "evalkit.parity", "evalkit.merge")
+# what stands at the package root: the public API, the version and the old-path aliases, nothing else
+ROOT_MODULES = {"__init__.py", "__main__.py", "api.py", "version.py", "_moved.py"}
 
 
 def _under(mod: str, prefix: str) -> bool:
@@ -51,16 +57,34 @@ def test_no_import_from_a_lower_layer_to_a_higher_one(edges, layer):
     assert bad == []
 
 
-def test_core_modules_import_nothing_above_them(edges):
-    bad = sorted(f"{m} -> {n}" for m, ns in edges.items() if any(_under(m, c) for c in CORE) for n in ns
-                 if any(_under(n, f) for f in CORE_FORBIDDEN))
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_core_folders_import_only_the_folders_below_them(edges, layer):
+    bad = sorted(f"{m} -> {n}" for m, ns in edges.items() if _under(m, layer) for n in ns
+                 if not any(_under(n, a) for a in ALLOWED[layer]))
     assert bad == []
+
+
+def test_the_package_root_holds_folders_not_modules():
+    assert sorted(f.name for f in (REPO / "evalkit").glob("*.py")) == sorted(ROOT_MODULES)
+
+
+def test_old_import_paths_give_the_moved_modules():
+    import importlib
+
+    from evalkit._moved import MOVED
+    for old, new in MOVED.items():
+        assert importlib.import_module(f"evalkit.{old}") is importlib.import_module(f"evalkit.{new}"), old
+    from evalkit.records import Run
+    from evalkit.task import Task
+    from evalkit.taskapi.task import Task as NewTask
+    assert Task is NewTask and importlib.import_module("evalkit.taskapi.task").__spec__.name == "evalkit.taskapi.task"
+    assert importlib.import_module("evalkit.records").Run is Run
 
 
 def test_the_dashboard_reaches_neither_engine_nor_backends(edges):
     reach = set().union(*(g.closure(edges, m) | {m} for m in edges if _under(m, "evalkit.dashboards")))
-    assert sorted(m for m in reach if any(_under(m, f) for f in ("evalkit.engine", "evalkit.backends",
-                                                                  "evalkit.runner", "evalkit.cache"))) == []
+    assert sorted(m for m in reach if any(_under(m, f) for f in ("evalkit.run.engine", "evalkit.backends",
+                                                                  "evalkit.run.runner", "evalkit.run.cache"))) == []
 
 
 def test_modules_stay_small():
@@ -79,9 +103,9 @@ def test_modules_stay_small():
 
 # ---- the run record ----------------------------------------------------------------------------
 def test_shipped_schema_is_generated_from_the_dataclasses():
-    from evalkit import record_schema
+    from evalkit.records import schema as record_schema
     shipped = json.loads(record_schema.SCHEMA_PATH.read_text(encoding="utf-8"))
-    assert shipped == record_schema.generate(), "run `python -m evalkit.record_schema` after changing records.py"
+    assert shipped == record_schema.generate(), "run `python -m evalkit.records.schema` after changing records.py"
 
 
 SCHEMA1_RECORD = {  # as evalkit wrote it before the typed record (schema 1, no "kind")
@@ -115,9 +139,9 @@ def _write_old(tmp_path, data, name="old"):
 
 def test_schema1_records_load_typed_round_trip_and_validate(tmp_path):
     jsonschema = pytest.importorskip("jsonschema")
-    from evalkit import record_schema
+    from evalkit.records import schema as record_schema
     from evalkit.records import Run, load_run, write_run
-    from evalkit.run_config import RunConfig
+    from evalkit.run.config import RunConfig
     rec = load_run(_write_old(tmp_path, SCHEMA1_RECORD))
     assert rec.run.kind == "evaluation" and rec.run.model.backend == "hf"
     assert rec.run.tasks["gsm8k"].metrics["exact_match_numeric"]["value"] == 0.5
@@ -161,7 +185,8 @@ def test_every_writer_goes_through_the_one_builder():
     offenders = []
     for folder in ("evalkit", "tasks", "judges"):
         for f in (REPO / folder).rglob("*.py"):
-            if f.name in ("records.py", "record_schema.py", "provenance.py") or f.is_symlink():
+            if f.relative_to(REPO).as_posix() in ("evalkit/records/__init__.py", "evalkit/records/record.py", "evalkit/records/schema.py",
+                                                  "evalkit/records/provenance.py") or f.is_symlink():
                 continue
             text = f.read_text(encoding="utf-8")
             if "SCHEMA_VERSION" in text or "run_id_for(" in text or '"schema_version": SCHEMA' in text:

@@ -10,7 +10,7 @@ import pytest
 from evalkit.arena import Battle, compute_bt, load_battles
 from evalkit.cli import main
 from evalkit.judges.arena import Scheduler, rate
-from evalkit.task import Doc
+from evalkit.taskapi.task import Doc
 from tests.conftest import shared
 
 

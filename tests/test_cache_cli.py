@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from evalkit import fs_check
-from evalkit.cache import CacheLocationError, ResponseCache
+from evalkit.util import fs_check
+from evalkit.run.cache import CacheLocationError, ResponseCache
 from evalkit.cli import main
 from test_compare import FakeBackend, copy_task  # noqa: F401 - copy_task is a fixture
 
@@ -144,7 +144,7 @@ def test_cache_refuses_network_file_systems(fake_mounts, fstype, dev, copy_task,
 def test_rollback_journal_when_asked(fake_mounts, monkeypatch, caplog):
     nfs, _ = fake_mounts("nfs4")
     monkeypatch.setenv("EVALKIT_CACHE_NETWORK_FS", "rollback")
-    with caplog.at_level(logging.WARNING, logger="evalkit.cache"):
+    with caplog.at_level(logging.WARNING, logger="evalkit.run.cache"):
         cache = ResponseCache(nfs / "responses.sqlite")
     assert cache.journal_mode == "DELETE"
     assert cache._db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"

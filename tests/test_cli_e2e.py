@@ -135,8 +135,8 @@ def test_a_new_benchmark_is_one_small_file(tmp_path, tiny_model_dir):
     plugin = tmp_path / "plugins"
     plugin.mkdir()
     (plugin / "capitals.py").write_text(textwrap.dedent('''
-        from evalkit.data import DataSource, require
-        from evalkit.task import Doc, MultipleChoiceTask, register_task
+        from evalkit.taskapi.data import DataSource, require
+        from evalkit.taskapi.task import Doc, MultipleChoiceTask, register_task
 
         @register_task
         class Capitals(MultipleChoiceTask):

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from evalkit import registry
+from evalkit.taskapi import registry
 from evalkit.cli import main
 from evalkit.cli.check_canonical import check_task
-from evalkit.passk import estimate_pass_at_k, parse_ks, pass_at_k
+from evalkit.scoring.passk import estimate_pass_at_k, parse_ks, pass_at_k
 from evalkit.records import load_run
-from evalkit.requests import Completion
-from evalkit.task import RunContext
+from evalkit.taskapi.requests import Completion
+from evalkit.taskapi.task import RunContext
 from evalkit.tasks.code import GIVEN, free_names, is_weak, split_fence, structured_ok
 from tests.conftest import shared
 
@@ -331,8 +331,8 @@ def code_vllm_backend(tiny_model_dir, tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_humaneval_end_to_end_vllm(code_vllm_backend, tiny_model_dir, tmp_path):
-    from evalkit.cache import NullCache
-    from evalkit.runner import RunConfig, evaluate
+    from evalkit.run.cache import NullCache
+    from evalkit.run.runner import RunConfig, evaluate
 
     backend = code_vllm_backend
     cfg = RunConfig(tasks=["humaneval"], limit=3, gen_overrides={"max_tokens": 64},

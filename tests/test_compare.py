@@ -24,8 +24,8 @@ from evalkit.compare import (IMPROVED, INCONCLUSIVE, NO_CHANGE, REGRESSED, Compa
 from evalkit.compare import paired, power
 from evalkit.compare.multiplicity import adjust, benjamini_hochberg, holm
 from evalkit.records import write_run
-from evalkit.stats import mean_metric
-from evalkit.task import Sample, content_hash
+from evalkit.scoring.stats import mean_metric
+from evalkit.taskapi.task import Sample, content_hash
 
 # ---------------------------------------------------------------------------------------------
 # helpers: real run records written with evalkit.records.write_run
@@ -498,9 +498,9 @@ def test_gpqa_items_are_never_printed(tmp_path, capsys):
 
 COPY_TASK = textwrap.dedent('''
     """Copy three digits: a task the 135M model gets right, for gate end-to-end tests."""
-    from evalkit.data import DataSource, require
-    from evalkit.requests import GenParams
-    from evalkit.task import Doc, GenerationTask, Sample, register_task
+    from evalkit.taskapi.data import DataSource, require
+    from evalkit.taskapi.requests import GenParams
+    from evalkit.taskapi.task import Doc, GenerationTask, Sample, register_task
 
 
     @register_task
@@ -553,7 +553,7 @@ class FakeBackend(Backend):
         raise NotImplementedError
 
     def generate(self, requests):
-        from evalkit.requests import Completion
+        from evalkit.taskapi.requests import Completion
         self.calls += len(requests)
         out = []
         for r in requests:
@@ -684,9 +684,9 @@ def test_end_to_end_tiny_model_gate(tmp_path, copy_task, tiny_model_dir, capsys)
 def test_translation_corpus_metrics_resampled_from_sacrebleu_statistics(tmp_path):
     """wmt tasks aggregate BLEU/chrF/TER from per-segment sufficient statistics, not corpus_metrics."""
     pytest.importorskip("sacrebleu")
-    from evalkit import registry
-    from evalkit.requests import Completion
-    from evalkit.task import Doc, RunContext
+    from evalkit.taskapi import registry
+    from evalkit.taskapi.requests import Completion
+    from evalkit.taskapi.task import Doc, RunContext
     task = registry.get_task_class("wmt16_de_en")()
     refs = [f"the {w} house is very {a} today" for w in ("red", "old", "new", "big", "small", "blue", "green", "tall")
             for a in ("nice", "quiet", "cold")]

@@ -11,11 +11,11 @@ from evalkit.backends import make_backend, parse_model_args, split_spec
 from evalkit.backends.base import Backend
 from evalkit.backends.hf import rolling_windows
 from evalkit.backends.shared_prefix import shared_prefix_groups
-from evalkit.cache import ResponseCache
-from evalkit.data import DataError, read_records
-from evalkit.engine import Engine
-from evalkit.requests import Completion, GenerateRequest, GenParams, LoglikelihoodRequest, LoglikelihoodResult
-from evalkit.stats import bootstrap_corpus, derive_seed, mean_metric
+from evalkit.run.cache import ResponseCache
+from evalkit.taskapi.data import DataError, read_records
+from evalkit.run.engine import Engine
+from evalkit.taskapi.requests import Completion, GenerateRequest, GenParams, LoglikelihoodRequest, LoglikelihoodResult
+from evalkit.scoring.stats import bootstrap_corpus, derive_seed, mean_metric
 
 
 def test_request_keys_are_content_based():
@@ -129,7 +129,7 @@ def test_shared_prefix_groups_find_few_shot_blocks():
 
 
 def test_engine_keeps_requests_with_a_shared_few_shot_prefix_together():
-    from evalkit.engine import order_requests
+    from evalkit.run.engine import order_requests
     shots = {s: f"About {s}.\n\n" + "".join(f"Example {s} {i}: a worked example.\n" for i in range(8)) for s in "xy"}
     reqs = [LoglikelihoodRequest(shots[s] + "Q" * n + "\nAnswer:", f" {c}")
             for n in range(1, 7) for s in "xy" for c in "AB"]

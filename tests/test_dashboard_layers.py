@@ -12,7 +12,7 @@ import pytest
 import _dashboard_records as recs
 
 MODULES = ["data", "store", "labels", "cells", "samples", "battles", "tables", "board", "ranking", "charts", "pairs"]
-FORBIDDEN = ("evalkit.engine", "evalkit.backends", "evalkit.runner", "torch", "vllm")
+FORBIDDEN = ("evalkit.run.engine", "evalkit.backends", "evalkit.run.runner", "torch", "vllm")
 ROOT = Path(__file__).resolve().parents[1]
 
 

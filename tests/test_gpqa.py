@@ -13,11 +13,11 @@ from collections import Counter
 
 import pytest
 
-from evalkit import registry
-from evalkit.choices import extract_answer_letter, permutation
-from evalkit.data import DataError
-from evalkit.requests import Completion, LoglikelihoodResult
-from evalkit.task import RunContext
+from evalkit.taskapi import registry
+from evalkit.scoring.choices import extract_answer_letter, permutation
+from evalkit.taskapi.data import DataError
+from evalkit.taskapi.requests import Completion, LoglikelihoodResult
+from evalkit.taskapi.task import RunContext
 from tests.conftest import shared
 
 CSV_SHA256 = "41d1213cd7a4998605a26c2798500652572007161b3a92817ba46b35befcd305"  # SOURCE.txt
@@ -186,9 +186,9 @@ def test_cot_prompt_and_scoring(docs):
 
 @pytest.mark.slow
 def test_gpqa_end_to_end_on_the_tiny_model(hf_backend, tmp_path):
-    from evalkit.cache import ResponseCache
+    from evalkit.run.cache import ResponseCache
     from evalkit.records import load_run
-    from evalkit.runner import RunConfig, evaluate
+    from evalkit.run.runner import RunConfig, evaluate
     z = str(shared("gpqa", "gpqa_diamond.zip"))
     cfg = RunConfig(tasks=["gpqa_diamond", "gpqa_diamond_cot"], limit=2, gen_overrides={"max_tokens": 8},
                     data_paths={"gpqa_diamond": z, "gpqa_diamond_cot": z},
@@ -217,8 +217,8 @@ def vllm_backend(tiny_model_dir, tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_gpqa_through_vllm_agrees_with_hf(vllm_backend, hf_backend):
-    from evalkit.cache import NullCache
-    from evalkit.runner import RunConfig, evaluate
+    from evalkit.run.cache import NullCache
+    from evalkit.run.runner import RunConfig, evaluate
     z = str(shared("gpqa", "gpqa_diamond.zip"))
     cfg = RunConfig(tasks=["gpqa_diamond", "gpqa_diamond_cot"], limit=2, gen_overrides={"max_tokens": 8},
                     data_paths={"gpqa_diamond": z, "gpqa_diamond_cot": z},

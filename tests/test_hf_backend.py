@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.requests import GenerateRequest, GenParams, LoglikelihoodRequest, RollingRequest
+from evalkit.taskapi.requests import GenerateRequest, GenParams, LoglikelihoodRequest, RollingRequest
 
 pytestmark = pytest.mark.slow
 
@@ -111,8 +111,8 @@ def test_shared_few_shot_prefix_runs_once_and_scores_the_same(hf_backend, tiny_m
 
 def test_cached_rerun_loads_neither_tokenizer_nor_weights(tiny_model_dir, tmp_path):
     from evalkit.backends.hf import HFBackend
-    from evalkit.cache import ResponseCache
-    from evalkit.engine import Engine
+    from evalkit.run.cache import ResponseCache
+    from evalkit.run.engine import Engine
     cache = ResponseCache(tmp_path / "c.sqlite")
     reqs = [LoglikelihoodRequest("The sky is", " blue"), RollingRequest("Short text to score.")]
     first = Engine(HFBackend(tiny_model_dir, threads=1), cache).run(reqs)

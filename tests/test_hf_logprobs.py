@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from evalkit.backends.logprobs import full_token_logprobs, is_out_of_memory, token_logprobs  # noqa: E402
-from evalkit.requests import LoglikelihoodRequest, RollingRequest  # noqa: E402
+from evalkit.taskapi.requests import LoglikelihoodRequest, RollingRequest  # noqa: E402
 
 
 def _pairs(n_rows, vocab, gen):

@@ -10,15 +10,15 @@ import re
 import pytest
 
 from evalkit.backends.base import Backend
-from evalkit.cache import ResponseCache
-from evalkit.data import DataError
+from evalkit.run.cache import ResponseCache
+from evalkit.taskapi.data import DataError
 from evalkit.judges import Judge, JudgeCall, TemplateSet, load_templates, parse_rating, parse_verdict
 from evalkit.judges.contestants import load_answers, parse_model, parse_models
 from evalkit.judges.mt_bench import PairResult, clustered_mean
 from evalkit.judges.reliability import combine_orders, pairwise_figures, single_figures
 from evalkit.judges.templates import BUNDLED_FILE, DEFAULT_ROLES
-from evalkit.requests import Completion, LoglikelihoodResult
-from evalkit.stats import mean_metric
+from evalkit.taskapi.requests import Completion, LoglikelihoodResult
+from evalkit.scoring.stats import mean_metric
 from tests.conftest import shared
 
 # ---- real judge outputs, as FastChat recorded them ---------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 from evalkit.cli import main
 from evalkit.lm_eval_io.argv import translate
 from evalkit.lm_eval_io.gen_kwargs import to_evalkit_gen
-from evalkit.requests import GenParams, GenerateRequest
+from evalkit.taskapi.requests import GenParams, GenerateRequest
 
 KNOWN = {"--num-fewshot", "--apply-chat-template", "--include-path", "--tasks", "--limit", "--output",
          "--fewshot-as-multiturn", "--write-out", "--system-prompt", "--gen-kwargs"}
@@ -77,8 +77,8 @@ def test_write_out_prints_prompts_and_never_loads_the_model(shared_data, capsys)
 
 
 def test_fewshot_as_multiturn_messages(shared_data):
-    from evalkit import registry
-    from evalkit.items import RunContext
+    from evalkit.taskapi import registry
+    from evalkit.taskapi.items import RunContext
     t = registry.get_task_class("gsm8k")(data_path=str(shared_data / "gsm8k"))
     doc = t.eval_docs()[0]
     multi = t.messages(doc, RunContext(num_fewshot=2, apply_chat_template=True))
@@ -90,7 +90,7 @@ def test_fewshot_as_multiturn_messages(shared_data):
 
 
 def test_fewshot_flag_reaches_the_record():
-    from evalkit.run_config import RunConfig
+    from evalkit.run.config import RunConfig
     cfg = RunConfig(tasks=["gsm8k"], apply_chat_template=True, fewshot_as_multiturn=False)
     assert RunConfig.from_record(json.loads(json.dumps(cfg.to_record()))).fewshot_as_multiturn is False
     assert "fewshot_as_multiturn" not in RunConfig(tasks=["gsm8k"]).to_record()

@@ -45,7 +45,7 @@ def mmlu_dir():
 @pytest.fixture(scope="module")
 def lm_eval_out(tmp_path_factory, tiny_model_dir, mmlu_dir):
     """Real lm-eval output: 6 MMLU questions, zero-shot, float32, with --log_samples."""
-    from evalkit import registry
+    from evalkit.taskapi import registry
     tmp = tmp_path_factory.mktemp("lm_eval")
     t = registry.get_task_class(TASK)(data_path=str(mmlu_dir))
     rows = lambda docs: "".join(json.dumps({"question": d.query, "subject": SUBJECT, "choices": d.choices,  # noqa: E731
@@ -217,8 +217,8 @@ def test_fewshot_as_multiturn_prompts_equal_lm_eval(tmp_path, tiny_model_dir, hf
     example) and evalkit's render to the same text."""
     from conftest import shared
 
-    from evalkit import registry
-    from evalkit.items import RunContext
+    from evalkit.taskapi import registry
+    from evalkit.taskapi.items import RunContext
     gsm8k = shared("gsm8k")
     (tmp_path / "tasks").mkdir()
     (tmp_path / "tasks" / "gsm8k_local.yaml").write_text(GSM8K_YAML.format(

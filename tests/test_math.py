@@ -9,12 +9,12 @@ from collections import Counter
 
 import pytest
 
-from evalkit import registry
-from evalkit.math_equivalence import (JudgeItem, boxed_answer, extract_answer, final_answer_line,
+from evalkit.taskapi import registry
+from evalkit.scoring.math_equivalence import (JudgeItem, boxed_answer, extract_answer, final_answer_line,
                                       get_unnormalized_answer, judge_many, last_boxed_only_string, math_verify_equiv,
                                       normalize_final_answer)
-from evalkit.requests import Completion
-from evalkit.task import RunContext
+from evalkit.taskapi.requests import Completion
+from evalkit.taskapi.task import RunContext
 from tests.conftest import shared
 
 
@@ -51,7 +51,7 @@ def test_math500_is_a_subset_with_identical_problems(math500_docs):
 
 
 def test_bad_math_record_names_file_and_field(tmp_path):
-    from evalkit.data import DataError
+    from evalkit.taskapi.data import DataError
     f = tmp_path / "test.jsonl"
     f.write_text(json.dumps({"problem": "1+1?", "solution": "2", "subject": "Algebra", "level": 1}) + "\n")
     with pytest.raises(DataError, match=r"test.jsonl:1: .*solution.*boxed"):
@@ -230,9 +230,9 @@ def test_score_all_and_breakdowns(math500_docs):
 
 @pytest.mark.slow
 def test_math_end_to_end_on_the_tiny_model(hf_backend, tmp_path):
-    from evalkit.cache import ResponseCache
+    from evalkit.run.cache import ResponseCache
     from evalkit.records import load_run
-    from evalkit.runner import RunConfig, evaluate
+    from evalkit.run.runner import RunConfig, evaluate
     cfg = RunConfig(tasks=["math500", "math"], limit=2, gen_overrides={"max_tokens": 24},
                     data_paths={"math500": str(shared("math", "MATH-500")), "math": str(shared("math", "MATH"))},
                     task_options={"math": {"prompt": "chat"}})
@@ -259,7 +259,7 @@ def test_minerva_functions_match_lm_eval_on_real_solutions():
         import lm_eval.tasks.minerva_math.utils as lm
     except (ImportError, AssertionError) as e:  # lm-eval's module asserts antlr4 4.11
         pytest.skip(f"lm-eval's minerva_math utils unavailable: {e}")
-    from evalkit import math_equivalence as ours
+    from evalkit.scoring import math_equivalence as ours
     docs = math_task(data_path=str(shared("math", "MATH"))).eval_docs()[::10]
     for d in docs:
         sol = d.meta["solution"]
@@ -282,8 +282,8 @@ def vllm_backend(tiny_model_dir, tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_math500_through_vllm(vllm_backend):
-    from evalkit.cache import NullCache
-    from evalkit.runner import RunConfig, evaluate
+    from evalkit.run.cache import NullCache
+    from evalkit.run.runner import RunConfig, evaluate
     cfg = RunConfig(tasks=["math500"], limit=3, gen_overrides={"max_tokens": 48},
                     data_paths={"math500": str(shared("math", "MATH-500"))})
     out = evaluate(vllm_backend, cfg, NullCache(), None, progress=False)

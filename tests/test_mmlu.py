@@ -8,10 +8,10 @@ from collections import Counter
 
 import pytest
 
-from evalkit import registry
-from evalkit.data import DataError
-from evalkit.requests import Completion, LoglikelihoodResult
-from evalkit.task import RunContext
+from evalkit.taskapi import registry
+from evalkit.taskapi.data import DataError
+from evalkit.taskapi.requests import Completion, LoglikelihoodResult
+from evalkit.taskapi.task import RunContext
 from evalkit.tasks.mmlu import CATEGORIES, SUBJECTS
 from tests.conftest import shared
 
@@ -161,9 +161,9 @@ def test_cot_prompt_and_scoring(docs):
 
 @pytest.mark.slow
 def test_mmlu_end_to_end_one_forward_pass_per_question(hf_backend, tmp_path, monkeypatch):
-    from evalkit.cache import ResponseCache
+    from evalkit.run.cache import ResponseCache
     from evalkit.records import load_run
-    from evalkit.runner import RunConfig, evaluate
+    from evalkit.run.runner import RunConfig, evaluate
     rows, prefixes = [], []
     real, real_shared = hf_backend._forward_logits, hf_backend._forward_shared_prefix
     monkeypatch.setattr(hf_backend, "_forward_logits", lambda seqs: rows.append(len(seqs)) or real(seqs))
@@ -202,8 +202,8 @@ def vllm_backend(tiny_model_dir, tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_mmlu_through_vllm_agrees_with_hf(vllm_backend, hf_backend, tmp_path):
-    from evalkit.cache import NullCache
-    from evalkit.runner import RunConfig, evaluate
+    from evalkit.run.cache import NullCache
+    from evalkit.run.runner import RunConfig, evaluate
     cfg = RunConfig(tasks=["mmlu_anatomy"], limit=4, num_fewshot=2, data_paths={"mmlu_anatomy": str(shared("mmlu"))})
     before = vllm_backend.stats.get("engine_requests", 0)
     ours = evaluate(vllm_backend, cfg, NullCache(), None, progress=False)["samples"]["mmlu_anatomy"]

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from evalkit.arena import load_battles
-from evalkit.cache import ResponseCache
+from evalkit.run.cache import ResponseCache
 from evalkit.cli import main
-from evalkit.data import DataError
-from evalkit.engine import Engine
+from evalkit.taskapi.data import DataError
+from evalkit.run.engine import Engine
 from evalkit.judges.contestants import parse_model
 from evalkit.judges.mt_bench import MTBenchConfig, generate_answers, load_questions, summarize
 from evalkit.tasks.mt_bench import MTBench, load_references, temperature_for
@@ -134,7 +134,7 @@ def test_tiny_model_answers_and_judges_end_to_end(mt_dir, tiny_model_dir, tmp_pa
 
 def test_summary_counts_failures_not_drops():
     from evalkit.judges.judge import Judgment
-    from evalkit.task import Doc
+    from evalkit.taskapi.task import Doc
     docs = [Doc("1", "q", meta={"category": "math", "turns": ["a", "b"]}),
             Doc("2", "q", meta={"category": "writing", "turns": ["a", "b"]})]
     js = []

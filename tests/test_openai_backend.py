@@ -25,7 +25,7 @@ import pytest
 pytest.importorskip("vllm")
 
 from evalkit.backends.openai import BackendError, OpenAIBackend  # noqa: E402
-from evalkit.requests import GenerateRequest, GenParams, LoglikelihoodRequest, RollingRequest  # noqa: E402
+from evalkit.taskapi.requests import GenerateRequest, GenParams, LoglikelihoodRequest, RollingRequest  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
@@ -248,8 +248,8 @@ def test_retries_backoff_and_bounded_concurrency(server, key_env):
 
 
 def test_wikitext_and_gsm8k_through_the_server(server, key_env, shared_data, tmp_path):
-    from evalkit.cache import ResponseCache
-    from evalkit.runner import RunConfig, evaluate
+    from evalkit.run.cache import ResponseCache
+    from evalkit.run.runner import RunConfig, evaluate
 
     config = RunConfig(tasks=["wikitext", "gsm8k"],
                        data_paths={"wikitext": str(shared_data / "wikitext"), "gsm8k": str(shared_data / "gsm8k")},
@@ -271,8 +271,8 @@ def test_wikitext_and_gsm8k_through_the_server(server, key_env, shared_data, tmp
 
 
 def test_server_killed_mid_run_restart_and_resume_lose_nothing(server, key_env, shared_data, tmp_path):
-    from evalkit.cache import ResponseCache
-    from evalkit.runner import RunConfig, evaluate
+    from evalkit.run.cache import ResponseCache
+    from evalkit.run.runner import RunConfig, evaluate
 
     config = RunConfig(tasks=["gsm8k"], limit=12, data_paths={"gsm8k": str(shared_data / "gsm8k")},
                        gen_overrides={"max_tokens": 48})
@@ -320,7 +320,7 @@ def test_server_killed_mid_run_restart_and_resume_lose_nothing(server, key_env, 
 def few_docs(config, n_wikitext=4, n_gsm8k=24):
     """A few dozen items: the 4 shortest WikiText test pages (~4.5k tokens; a CPU forward pass over
     every token of the long pages would take minutes) and the first 24 GSM8K questions."""
-    from evalkit.runner import load_tasks
+    from evalkit.run.runner import load_tasks
     runs = load_tasks(config)
     for tr in runs:
         if tr.task.name == "wikitext":

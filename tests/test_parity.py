@@ -12,9 +12,9 @@ import pytest
 pytest.importorskip("vllm")
 
 from _vllm_session import release, shared_vllm_backend  # noqa: E402
-from evalkit import registry  # noqa: E402
-from evalkit.parity import check, collect, compare, format_report  # noqa: E402
-from evalkit.runner import RunConfig  # noqa: E402
+from evalkit.taskapi import registry  # noqa: E402
+from evalkit.run.parity import check, collect, compare, format_report  # noqa: E402
+from evalkit.run.runner import RunConfig  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
@@ -29,7 +29,7 @@ def vllm_backend(tiny_model_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def parity_cache(tmp_path_factory):
-    from evalkit.cache import ResponseCache
+    from evalkit.run.cache import ResponseCache
     cache = ResponseCache(tmp_path_factory.mktemp("parity") / "responses.sqlite")
     yield cache
     cache.close()

@@ -52,7 +52,7 @@ def _check_rag_record(task, rows, k, n, verify):
 
 def _gsm8k_verify(row, text):
     """The GSM8K task's own verifier on the answer the prompt's "####" begins."""
-    from evalkit.items import Doc
+    from evalkit.taskapi.items import Doc
     from evalkit.tasks.gsm8k import GSM8K
     return GSM8K().score_text(Doc(id=row["doc_id"], query="", target=row["target"]), "####" + text
                               ).metrics["exact_match_numeric"]

@@ -82,7 +82,7 @@ def test_chunking_is_deterministic_on_real_data(minilm):
 
 def test_chunk_spec_enters_the_embedding_cache_only_through_the_chunk_text(minilm, tmp_path):
     from evalkit.backends.embedding import EmbeddingBackend
-    from evalkit.cache import ResponseCache
+    from evalkit.run.cache import ResponseCache
     from evalkit.retrieval.dense import HFEmbedder
     from evalkit.retrieval.pipeline import embed_texts
     corpus = {"a": "one two three four five six seven eight", "b": "short doc"}

@@ -82,7 +82,7 @@ def test_auto_threshold_and_bad_index_args(vectors):
 
 def test_threads_restored_hnsw_built_on_one_thread_ivf_seed_from_the_run_seed(vectors):
     from evalkit.retrieval.vector_index import IndexSpec, split_info, topk
-    from evalkit.stats import derive_seed
+    from evalkit.scoring.stats import derive_seed
     docs, queries = vectors
     before = faiss.omp_get_max_threads()
     try:

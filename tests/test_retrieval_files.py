@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from evalkit.data import DataError
+from evalkit.taskapi.data import DataError
 from evalkit.records import load_run
 from evalkit.retrieval.formats import read_beir, read_qrels, read_trec_run, write_trec_run
 from conftest import REPO

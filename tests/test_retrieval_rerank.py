@@ -75,7 +75,7 @@ def test_reranked_metrics_equal_metrics_by_hand_and_a_rerun_scores_nothing(hf_re
     task = _xsum_task(30)
     data = task.data()
     from evalkit.retrieval.bm25 import bm25_run
-    from evalkit.requests import RewardRequest
+    from evalkit.taskapi.requests import RewardRequest
     from evalkit.retrieval.rerank import RerankSpec
     spec = RerankSpec(f"hf:{hf_reranker.path}", top=4, doc_chars=400)
     qids = list(data.qrels)[:8]
@@ -108,7 +108,7 @@ def test_reranked_metrics_equal_metrics_by_hand_and_a_rerun_scores_nothing(hf_re
 def test_vllm_and_transformers_rerank_scores_agree(fixture_dir, hf_reranker):
     pytest.importorskip("vllm")
     import _reward_session
-    from evalkit.requests import RewardRequest
+    from evalkit.taskapi.requests import RewardRequest
     from evalkit.retrieval.rerank import RerankSpec
     task = _xsum_task(12)
     data = task.data()

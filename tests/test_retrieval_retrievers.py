@@ -62,7 +62,7 @@ def xsum_texts(n):
 def test_dense_known_item_on_real_minilm_embeddings_as_engine_requests(minilm, tmp_path):
     """Embeddings are ``embed`` requests: deduped, cached by embedder identity, served on a rerun."""
     from evalkit.backends.embedding import EmbeddingBackend
-    from evalkit.cache import ResponseCache
+    from evalkit.run.cache import ResponseCache
     from evalkit.retrieval.dense import HFEmbedder, search
     from evalkit.retrieval.pipeline import embed_texts
     arts, sums = xsum_texts(24)
@@ -181,8 +181,8 @@ def test_chunking_windows_and_doc_level_scores(tmp_path):
 
 
 def test_embed_requests_key_check_and_round_trip():
-    from evalkit import response_checks
-    from evalkit.requests import EmbedRequest, response_from_json, response_to_json
+    from evalkit.run import response_checks
+    from evalkit.taskapi.requests import EmbedRequest, response_from_json, response_to_json
     a, b = EmbedRequest("hello"), EmbedRequest("hello")
     assert a.key() == b.key() != EmbedRequest("hello ").key()
     vec = [float(np.float32(x)) for x in (0.1, -0.2, 0.3)]

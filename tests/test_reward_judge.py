@@ -44,7 +44,7 @@ def test_mt_bench_with_a_reward_model_judge(tmp_path, rm_dir, capsys):
     assert judge["single"]["parse_failures"] == 0 and "length_spearman" in judge["single"]  # reward vs answer length (None under 3 points)
     # the verdicts follow the rewards the reward model gives the same conversations
     from evalkit.backends.reward_hf import HFRewardBackend
-    from evalkit.requests import RewardRequest
+    from evalkit.taskapi.requests import RewardRequest
     q = next(json.loads(x) for x in (mt / "question.jsonl").read_text().splitlines() if json.loads(x)["question_id"] == 81)
     ans = {}
     for name, f in (("vicuna-13b-v1.3", "vicuna-13b-v1.3.jsonl"), ("alpaca-13b", "alpaca-13b.jsonl")):

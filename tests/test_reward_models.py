@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from evalkit.requests import RewardRequest, response_from_json, response_to_json
+from evalkit.taskapi.requests import RewardRequest, response_from_json, response_to_json
 
 PAIRS = [("What is 2+3?", "2 + 3 = 5"), ("What is 2+3?", "2 + 3 = 7"),
          ("Name a colour.", "Blue."), ("Write a haiku about rain.", "Soft rain on the roof,\nthe garden drinks slowly,\n"
@@ -106,8 +106,8 @@ def test_per_step_rewards_and_step_tag_in_prompt_refused(rm_dir):
 
 def test_engine_dedupes_caches_by_identity_and_resumes(tmp_path, rm_dir, hf_rm, hf_rewards):
     from evalkit.backends.reward_hf import HFRewardBackend
-    from evalkit.cache import ResponseCache
-    from evalkit.engine import Engine
+    from evalkit.run.cache import ResponseCache
+    from evalkit.run.engine import Engine
     cache = ResponseCache(tmp_path / "c.sqlite")
     reqs = _requests()
     first = Engine(hf_rm, cache, progress=False)
@@ -377,7 +377,7 @@ def test_activations_agree_with_vllms_pooler():
     names agree; sigmoid of one label on a multi-label head is that label's sigmoid."""
     torch = pytest.importorskip("torch")
     from evalkit.backends.reward_base import RewardInputError, activate
-    from evalkit.step_agg import check_step_agg
+    from evalkit.scoring.step_agg import check_step_agg
     logits = [[0.3], [-2.0, 1.5], [0.1, -0.4, 2.2]]
     try:
         from vllm.model_executor.layers.pooler.activations import PoolerClassify

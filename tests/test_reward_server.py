@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from evalkit.requests import RewardRequest  # noqa: E402
+from evalkit.taskapi.requests import RewardRequest  # noqa: E402
 from tests.test_openai_backend import KEY, KEY_ENV, VLLMServer  # noqa: E402
 from tests.test_reward_models import PAIRS, _requests  # noqa: E402
 

@@ -226,7 +226,7 @@ def test_threads_and_asyncio_agree(cases, reference):
 
 
 def test_export_prompts_match_the_evaluation(tmp_path):
-    from evalkit.task import RunContext
+    from evalkit.taskapi.task import RunContext
     for task_name, data, chat in (("gsm8k", shared("gsm8k"), False), ("math500", shared("math", "MATH-500",
                                                                                           "test.jsonl"), True)):
         got = rows(task_name, "trl", data_path=str(data), limit=3, chat=chat)

@@ -13,11 +13,11 @@ import re
 import pytest
 
 from tests.conftest import shared
-from evalkit.requests import Completion
+from evalkit.taskapi.requests import Completion
 from evalkit.rl import Verifier
 from evalkit.rl.export import iter_items
 from evalkit.rl.guards import strip_think
-from evalkit.task import RunContext
+from evalkit.taskapi.task import RunContext
 
 
 def eval_metric(task, docs, texts, metric, chat=False):
@@ -115,7 +115,7 @@ def test_answer_only_inside_thinking_trace():
     # a trace that never closes leaves no answer: the evaluation never scores it, the reward is 0
     assert strip_think("answer #### 4 <think> #### 5") == ""
     assert Verifier("gsm8k", strip_think=True).verify("4", "answer #### 4 <think> #### 5").reward == 0.0
-    from evalkit.thinking import separate
+    from evalkit.scoring.thinking import separate
     for text in ("<think>a #### 1</think> #### 2", "<think>a</think> X <think>b</think> #### 3", "#### 7"):
         assert strip_think(text) == separate(text).answer     # one splitter for reward and metric
     m = Verifier("math", strip_think=True)
@@ -151,7 +151,7 @@ def test_plain_golds_from_other_datasets():
 
 def test_multiple_choice_records_follow_the_prompt():
     """GPQA's prompt shows a seeded permutation: the rewarded letter is where the right answer is shown."""
-    from evalkit import registry
+    from evalkit.taskapi import registry
     rec = {"Question": "Which is a made-up test item?", "Correct Answer": "this one", "Incorrect Answer 1": "no",
            "Incorrect Answer 2": "nope", "Incorrect Answer 3": "never", "Record ID": "synthetic-1"}
     task = registry.get_task_class("gpqa_diamond_cot")()

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from evalkit.backends.data_parallel import deal_shards
-from evalkit.requests import GenerateRequest, LoglikelihoodRequest
-from evalkit.runner import select_docs, shard_of
+from evalkit.taskapi.requests import GenerateRequest, LoglikelihoodRequest
+from evalkit.run.runner import select_docs, shard_of
 from tests.conftest import shared
 
 pytestmark = pytest.mark.slow
@@ -109,10 +109,10 @@ def test_deal_shards_keeps_choices_together_and_balances():
 def test_ray_data_parallel_equals_single_run_and_survives_a_dead_actor(single_run, common_args, tmp_path):
     ray = pytest.importorskip("ray")
     from evalkit.backends import make_backend
-    from evalkit.cache import ResponseCache
+    from evalkit.run.cache import ResponseCache
     from evalkit.cli.run import build_config
     from evalkit.cli import build_parser
-    from evalkit.runner import evaluate
+    from evalkit.run.runner import evaluate
 
     args = build_parser().parse_args(["run", *common_args])
     config = build_config(args)

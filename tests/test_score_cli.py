@@ -18,7 +18,7 @@ import sacrebleu
 
 from evalkit.cli import main
 from evalkit.records import load_run
-from evalkit.scoring import ScoreConfig, rescore
+from evalkit.run.rescore import ScoreConfig, rescore
 from tests.conftest import shared
 from tests.test_text_metrics import _sacrebleu_bootstrap_width, lines, tsv_scores
 
@@ -57,7 +57,7 @@ def test_score_cli_reproduces_sacrebleu_for_uedin_nmt(wmt17, tmp_path, capsys):
     assert (round(m["bleu"]["value"], 2), round(m["chrf"]["value"], 2), round(m["ter"]["value"], 2)) == table[UEDIN]
     assert round(m["bleu"]["value"], 2) == 28.30
     # CI width vs sacrebleu's own bootstrap (resampling the same segment statistics)
-    from evalkit.metrics.text import SacreBLEUMetrics
+    from evalkit.scoring.text_metrics import SacreBLEUMetrics
     mt = SacreBLEUMetrics(("bleu",))
     stats = np.array([r["extra"]["sacrebleu"]["bleu"] for r in run.samples("translation")], dtype=float)
     theirs = _sacrebleu_bootstrap_width(stats, mt.metrics["bleu"])
@@ -73,7 +73,7 @@ def test_score_cli_reproduces_sacrebleu_for_uedin_nmt(wmt17, tmp_path, capsys):
 def test_every_wmt17_system_bleu_is_exact(wmt17):
     """All 16 systems through the scoring core's BLEU path (segment statistics summed) against the
     sacrebleu table; the three extremes also through `evalkit score` itself, equal to sacrebleu."""
-    from evalkit.metrics.text import SacreBLEUMetrics
+    from evalkit.scoring.text_metrics import SacreBLEUMetrics
     d, ref = wmt17
     table, _ = tsv_scores()
     assert len(table) == 16
@@ -171,7 +171,7 @@ def test_xsum_rouge_on_saved_predictions_equals_rouge_score(tmp_path):
 
 
 def test_cnn_dailymail_lead3_rouge_equals_rouge_score(tmp_path):
-    from evalkit import registry
+    from evalkit.taskapi import registry
     zip_path = shared("cnn_dailymail", "train_sample.zip")
     docs = registry.get_task_class("cnn_dailymail")(data_path=str(zip_path)).eval_docs()
     assert len(docs) == 100
@@ -209,8 +209,8 @@ def test_evaluate_metric_on_score_cli(tmp_path):
 
 def test_local_files_for_hub_translation_tasks(tmp_path):
     """wmt14_en_de / wmt16_de_en read local files in the hub layout ({"translation": {...}})."""
-    from evalkit import registry
-    from evalkit.task import RunContext
+    from evalkit.taskapi import registry
+    from evalkit.taskapi.task import RunContext
     rows = [json.loads(x) for x in shared("wmt", "wmt22_general", "test.jsonl").read_text(encoding="utf-8")
             .splitlines() if '"en2de"' in x][:5]
     folder = tmp_path / "wmt14"

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.answers import FLEXIBLE_NUMBER, INVALID, lm_eval_exact_match, numbers_equal, regex_extract
-from evalkit.requests import Completion
-from evalkit.task import RunContext
+from evalkit.scoring.answers import FLEXIBLE_NUMBER, INVALID, lm_eval_exact_match, numbers_equal, regex_extract
+from evalkit.taskapi.requests import Completion
+from evalkit.taskapi.task import RunContext
 from tests.conftest import shared
 
 

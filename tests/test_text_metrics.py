@@ -16,14 +16,14 @@ import pytest
 import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF, TER
 
-from evalkit.metrics import hf_evaluate
-from evalkit.metrics.text import (
+from evalkit.scoring import hf_evaluate
+from evalkit.scoring.text_metrics import (
     ROUGE_TYPES,
     RougeMetrics,
     SacreBLEUMetrics,
     parse_metric_list,
 )
-from evalkit.task import Sample
+from evalkit.taskapi.task import Sample
 from tests.conftest import shared
 
 UEDIN = "uedin-nmt.4722.en-de"
@@ -108,7 +108,7 @@ def test_chinese_target_uses_sacrebleu_zh_tokenizer():
     zh = [r for r in rows if r["type"] == "en2zh"][:200]
     hyps = [r["tgr"][: max(1, len(r["tgr"]) // 2)] for r in zh]  # half of each reference: a partial match
     refs = [r["tgr"] for r in zh]
-    from evalkit import registry
+    from evalkit.taskapi import registry
     task = registry.get_task_class("wmt22_en_zh")()
     stats = stats_table(task.mt, hyps, [[r] for r in refs])
     assert task.mt.corpus_value("bleu", stats["bleu"]) == sacrebleu.corpus_bleu(hyps, [refs], tokenize="zh").score

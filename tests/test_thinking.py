@@ -1,12 +1,13 @@
-"""Trace/answer separation on the forms reasoning models really produce (evalkit.thinking), the
+"""Trace/answer separation on the forms reasoning models really produce (evalkit.scoring.thinking), the
 cached JSON of completions with traces (old entries still load), and the budget figures."""
 from __future__ import annotations
 
 import pytest
 
-from evalkit import budgets, traces
-from evalkit.requests import Completion, GenerateRequest, response_from_json, response_to_json
-from evalkit.thinking import ThinkingConfig, prompt_opens_trace, separate
+from evalkit.scoring import budgets
+from evalkit.run import traces
+from evalkit.taskapi.requests import Completion, GenerateRequest, response_from_json, response_to_json
+from evalkit.scoring.thinking import ThinkingConfig, prompt_opens_trace, separate
 from tasks.gsm8k import GSM8K
 
 # DeepSeek-R1 / Qwen3 style: the trace tries a wrong total before the final answer
@@ -25,7 +26,7 @@ def test_closed_trace_with_a_wrong_answer_inside():
     assert "#### 13" in s.trace and "#### 13" not in s.answer
     assert s.answer == "Janet sells 9 eggs at $2 each.\n#### 18" and s.raw == R1
     gsm = GSM8K()
-    from evalkit.task import Doc
+    from evalkit.taskapi.task import Doc
     doc = Doc("0", "q", target="... #### 18")
     assert gsm.score_text(doc, s.answer).metrics["exact_match_strict"] == 1.0
     assert gsm.score_text(doc, R1).metrics["exact_match_strict"] == 0.0  # the old behaviour: the first ####
@@ -108,7 +109,7 @@ def _rows(texts_finish, keep=False):
     per_doc = [[[Completion(t, f, trace=tr)]] for t, f, tr in texts_finish]
     scored, seps = traces.split_answers(per_doc, ThinkingConfig(keep=keep), traces.PrefillProbe(ThinkingConfig())(
         [[req]]))
-    from evalkit.items import Sample
+    from evalkit.taskapi.items import Sample
     samples = [Sample(str(i), "h", "p", [c.text for c in r[0]], "t", {}, extracted=None,
                       extra={"finish_reason": r[0][0].finish_reason})  # as GenerationTask.sample_of does
                for i, r in enumerate(scored)]
@@ -176,7 +177,7 @@ def test_evalkit_score_strips_traces_from_saved_outputs(tmp_path, capsys):
 def test_a_code_answer_after_the_trace_keeps_its_indentation():
     """HumanEval-style completions are function bodies: the answer after ``</think>`` keeps the
     indentation of its first line (only the separating blank lines and spaces go)."""
-    from evalkit.thinking import separate
+    from evalkit.scoring.thinking import separate
     body = "    total = 0\n    for x in xs:\n        total += x\n    return total"
     assert separate("<think>sum them</think>\n\n" + body + "\n").answer == body
     assert separate("<think>easy</think> #### 18 ").answer == "#### 18"

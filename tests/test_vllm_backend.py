@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("vllm")
 
 from _vllm_session import release, shared_vllm_backend  # noqa: E402
-from evalkit.requests import GenerateRequest, GenParams, LoglikelihoodRequest, RollingRequest  # noqa: E402
+from evalkit.taskapi.requests import GenerateRequest, GenParams, LoglikelihoodRequest, RollingRequest  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
@@ -189,8 +189,8 @@ def test_lora_adapters_are_their_own_models_and_match_peft(vllm_backend, tiny_mo
 
 
 def test_wikitext_and_gsm8k_end_to_end(vllm_backend, shared_data, tmp_path):
-    from evalkit.cache import ResponseCache
-    from evalkit.runner import RunConfig, evaluate
+    from evalkit.run.cache import ResponseCache
+    from evalkit.run.runner import RunConfig, evaluate
 
     config = RunConfig(tasks=["wikitext", "gsm8k"],
                        data_paths={"wikitext": str(shared_data / "wikitext"), "gsm8k": str(shared_data / "gsm8k")},
@@ -218,8 +218,8 @@ def test_wikitext_and_gsm8k_end_to_end(vllm_backend, shared_data, tmp_path):
 
 def test_cached_rerun_starts_no_engine(vllm_backend, tiny_model_dir, tmp_path):
     from evalkit.backends.vllm import VLLMBackend
-    from evalkit.cache import ResponseCache
-    from evalkit.engine import Engine
+    from evalkit.run.cache import ResponseCache
+    from evalkit.run.engine import Engine
 
     cache = ResponseCache(tmp_path / "responses.sqlite")
     reqs = [LoglikelihoodRequest(MC_CTX, " B"),
@@ -280,7 +280,7 @@ def test_run_command_with_lora_writes_one_record_per_adapter(vllm_backend, share
 def few_docs(config, n_wikitext=4, n_gsm8k=24):
     """A few dozen items: the 4 shortest WikiText test pages (~4.5k tokens; a CPU forward pass over
     every token of the long pages would take minutes) and the first 24 GSM8K questions."""
-    from evalkit.runner import load_tasks
+    from evalkit.run.runner import load_tasks
     runs = load_tasks(config)
     for tr in runs:
         if tr.task.name == "wikitext":

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from evalkit.provenance import file_sha256 as _digest
+from evalkit.records.provenance import file_sha256 as _digest
 
 from .battles import Battle, BattleFormatError, load_battles
 from .style_columns import BadValue, arrow_ratios, arrow_style_type, record_ratios

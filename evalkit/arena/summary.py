@@ -9,7 +9,7 @@ import warnings
 from collections import Counter
 from typing import Optional, Sequence
 
-from evalkit.items import content_hash
+from evalkit.taskapi.items import content_hash
 
 from .battles import Battle
 from .table import BattleTable, as_table

@@ -4,7 +4,7 @@ from __future__ import annotations
 import inspect
 
 from evalkit.backends.catalog import BACKENDS, backend_class  # noqa: F401 (re-exported)
-from evalkit.kvargs import parse_model_args  # noqa: F401 (re-exported)
+from evalkit.util.kvargs import parse_model_args  # noqa: F401 (re-exported)
 
 
 def split_spec(spec: str) -> tuple[str, str]:

@@ -21,7 +21,7 @@ from collections import Counter
 from typing import Optional, Sequence
 
 from evalkit.backends.tokenization import rolling_windows
-from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult, RollingRequest
+from evalkit.taskapi.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult, RollingRequest
 
 
 class Backend(ABC):

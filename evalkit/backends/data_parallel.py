@@ -18,7 +18,7 @@ import logging
 from typing import Optional, Sequence
 
 from evalkit.backends.base import Backend
-from evalkit.requests import LoglikelihoodRequest
+from evalkit.taskapi.requests import LoglikelihoodRequest
 
 log = logging.getLogger(__name__)
 

@@ -13,13 +13,13 @@ import os
 from collections import OrderedDict
 from typing import Optional, Sequence
 
-from evalkit import models
+from evalkit.backends import model_dirs as models
 from evalkit.backends.base import Backend
 from evalkit.backends.cpu_malloc import keep_buffers_in_heap
 from evalkit.backends.hf_scoring import PairScorer
 from evalkit.backends.logprobs import CPU_CHUNK_ELEMS, GPU_CHUNK_ELEMS
 from evalkit.backends.tokenization import TokenizerMixin, chat_template_options, rolling_windows  # noqa: F401 (rolling_windows re-exported)
-from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
+from evalkit.taskapi.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
 log = logging.getLogger(__name__)
 

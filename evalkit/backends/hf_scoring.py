@@ -18,7 +18,7 @@ from typing import Optional
 from evalkit.backends.logprobs import SplitHead, is_out_of_memory, release_memory, token_logprobs
 from evalkit.backends.shared_prefix import common_prefix_len, shared_prefix_groups
 from evalkit.backends.suffix_batches import repeated_cache, suffix_batches
-from evalkit.requests import LoglikelihoodResult
+from evalkit.taskapi.requests import LoglikelihoodResult
 
 log = logging.getLogger("evalkit.backends.hf")
 MIN_PREFIX = 32  # tokens two prefixes must share before a cached one is continued

@@ -107,7 +107,7 @@ class LoadedHFBackend(HFBackend):
 def vllm_backend_from_llm(llm, name: Optional[str] = None, max_length: Optional[int] = None,
                           add_bos_token: bool = False, chunk_size: Optional[int] = None):
     """The vllm backend over an ``LLM`` the caller started (the engine is theirs: close leaves it)."""
-    from evalkit import models
+    from evalkit.backends import model_dirs as models
     from evalkit.backends.vllm import VLLMBackend
     from evalkit.backends.vllm_engine import platform_kind
     cfg = llm.llm_engine.vllm_config.model_config

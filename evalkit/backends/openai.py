@@ -30,12 +30,12 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional, Sequence
 
-from evalkit import models
+from evalkit.backends import model_dirs as models
 from evalkit.backends.base import Backend
 from evalkit.backends.openai_http import BackendError, MalformedReply, _Http  # noqa: F401 (re-exported)
 from evalkit.backends.tokenization import encode_pair, prefix_token_id, truncate_pair
-from evalkit.errors import RequestFailure
-from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
+from evalkit.util.errors import RequestFailure
+from evalkit.taskapi.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ import urllib.parse
 from collections import Counter
 from typing import Optional
 
-from evalkit.errors import EvalkitError
-from evalkit.redact import redact_text, redact_url
+from evalkit.util.errors import EvalkitError
+from evalkit.records.redact import redact_text, redact_url
 
 log = logging.getLogger("evalkit.backends.openai")
 

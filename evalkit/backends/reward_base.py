@@ -1,7 +1,7 @@
 """What every reward-model backend shares: the model's identity, how a reward request becomes token
 ids, and how per-step rewards are laid out.
 
-A reward backend answers one request kind, ``reward`` (``evalkit.requests.RewardRequest``). Both
+A reward backend answers one request kind, ``reward`` (``evalkit.taskapi.requests.RewardRequest``). Both
 backends (transformers, vLLM offline) tokenize here, with the reward model's own tokenizer and chat
 template, and hand the engine identical token ids: their rewards differ only by numerics.
 
@@ -17,7 +17,7 @@ template, and hand the engine identical token ids: their rewards differ only by 
   also occurs in the rest of the rendered text would count as a step (vLLM's STEP pooler counts
   every occurrence): such a request is refused with a clear error.
 * ``step_agg`` (``min``, ``last`` or ``product``): how best-of-N turns a completion's step rewards
-  into one score (``evalkit.step_agg``). Not part of the identity: the cache holds
+  into one score (``evalkit.scoring.step_agg``). Not part of the identity: the cache holds
   the per-step rewards, so every aggregation reuses them.
 """
 from __future__ import annotations
@@ -27,9 +27,9 @@ import math
 import os
 from typing import Optional, Sequence
 
-from evalkit import models
+from evalkit.backends import model_dirs as models
 from evalkit.backends.base import Backend
-from evalkit.requests import RewardRequest
+from evalkit.taskapi.requests import RewardRequest
 
 ACTIVATIONS = ("none", "sigmoid", "softmax")
 DEFAULT_STEP_TAG = "<extra_0>"
@@ -80,7 +80,7 @@ class RewardBackend(Backend):
                  step_agg: Optional[str] = None):
         if activation not in ACTIVATIONS:
             raise ValueError(f"reward model activation={activation!r}: expected one of {', '.join(ACTIVATIONS)}")
-        from evalkit.step_agg import check_step_agg
+        from evalkit.scoring.step_agg import check_step_agg
         self.step_agg = check_step_agg(step_agg, activation)
         self.spec = model
         self.path = self._local_path(model)

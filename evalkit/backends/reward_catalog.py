@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import inspect
 
-from evalkit.redact import redact_url
+from evalkit.records.redact import redact_url
 
 REWARD_BACKENDS = {
     "hf": ("evalkit.backends.reward_hf", "HFRewardBackend"),

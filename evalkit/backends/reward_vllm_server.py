@@ -31,12 +31,12 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional, Sequence
 
-from evalkit import models
+from evalkit.backends import model_dirs as models
 from evalkit.backends import reward_server_routes as routes
 from evalkit.backends.openai_http import BackendError, _Http
 from evalkit.backends.reward_base import RewardBackend, RewardInputError
-from evalkit.redact import redact_url
-from evalkit.requests import RewardRequest
+from evalkit.records.redact import redact_url
+from evalkit.taskapi.requests import RewardRequest
 
 POOLINGS = {"classify": ("classify",), "pooling": ("classify", "step", "token"), "score": ("classify",),
             "rerank": ("classify",)}

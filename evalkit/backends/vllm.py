@@ -33,13 +33,13 @@ import sys
 from collections import Counter, OrderedDict
 from typing import Optional, Sequence
 
-from evalkit import models
+from evalkit.backends import model_dirs as models
 from evalkit.backends.base import Backend
 from evalkit.backends.vllm_stream import stream_engine
 from evalkit.backends.tokenization import TokenizerMixin, chat_template_options, truncate_pair
 from evalkit.backends.vllm_engine import (ResolvedMemo, lora_rank, lora_targets, offline_cpu_binding, parse_lora,
                                          platform_kind, shutdown_engine)
-from evalkit.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
+from evalkit.taskapi.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from evalkit.cache import default_cache_dir
+from evalkit.util.paths import default_cache_dir
 
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # ranks vLLM's engine accepts as max_lora_rank
 

@@ -8,7 +8,7 @@ import sqlite3
 import sys
 import traceback
 
-from evalkit.extras import MissingExtra, message_for
+from evalkit.util.extras import MissingExtra, message_for
 
 
 def command_modules() -> list[str]:
@@ -17,7 +17,7 @@ def command_modules() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
 
-from evalkit.errors import EvalkitError  # noqa: E402,F401 (re-exported: commands raise it)
+from evalkit.util.errors import EvalkitError  # noqa: E402,F401 (re-exported: commands raise it)
 
 
 # everyday failures: one line, exit 2, no traceback unless --verbose (anything else is a bug: traceback)
@@ -25,7 +25,7 @@ USER_ERRORS = (EvalkitError, ValueError, OSError, sqlite3.Error, UnicodeDecodeEr
 
 
 def one_line(e: BaseException) -> str:
-    from evalkit.redact import redact_text
+    from evalkit.records.redact import redact_text
     text = str(e) or type(e).__name__
     if isinstance(e, OSError) and e.filename and str(e.filename) not in text:
         text = f"{e.filename}: {text}"
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    from evalkit import data
+    from evalkit.taskapi import data
     data.DATA_FLAG_HINT = "--data TASK=PATH"  # a command that takes another form sets its own
     try:
         return int(args.func(args) or 0)

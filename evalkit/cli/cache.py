@@ -18,8 +18,8 @@ import json
 import time
 from pathlib import Path
 
-from evalkit import fs_check
-from evalkit.cache import CacheLocationError, ResponseCache, default_cache_dir
+from evalkit.util import fs_check
+from evalkit.run.cache import CacheLocationError, ResponseCache, default_cache_dir
 
 
 def _path(args) -> Path:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from evalkit import registry
+from evalkit.taskapi import registry
 from evalkit.compare import CompareOptions, compare_runs, render
 from evalkit.compare.multiplicity import METHODS
 from evalkit.compare.report import FORMATS

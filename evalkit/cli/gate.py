@@ -15,15 +15,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from evalkit import registry
+from evalkit.taskapi import registry
 from evalkit.backends import make_backend, parse_model_args, split_spec
-from evalkit.cache import NullCache, ResponseCache
+from evalkit.run.cache import NullCache, ResponseCache
 from evalkit.cli import EvalkitError
 from evalkit.cli.compare import add_compare_args, emit, extra_reports, options_from
 from evalkit.compare import compare_runs
 from evalkit.compare.report import FORMATS
 from evalkit.records import load_run
-from evalkit.runner import RunConfig, evaluate
+from evalkit.run.runner import RunConfig, evaluate
 
 TOP_KEYS = {"baseline", "baseline_model", "baseline_model_args", "tasks", "limit", "seed", "num_fewshot",
             "apply_chat_template", "system_prompt", "include_path", "data", "fewshot_data", "task_args", "gen_kwargs",
@@ -122,7 +122,7 @@ COMPARE_TYPES = {
 def check_types(cfg: dict, path: str) -> None:
     """Every value of the config has the right type and range, named by file and key, before
     anything is loaded or run (values of tables other engineers extend pass when unknown here)."""
-    from evalkit import validation
+    from evalkit.run import validation
 
     for table, types, where in ((cfg, TYPES, ""), (cfg.get("candidate") or {}, CANDIDATE_TYPES, "[candidate] "),
                                 (cfg.get("compare") or {}, COMPARE_TYPES, "[compare] ")):
@@ -208,7 +208,7 @@ def config_from_toml(cfg: dict) -> RunConfig:
 
 def run_model(spec: str, model_args: dict, config: RunConfig, cache, output: str) -> str:
     split_spec(spec)
-    from evalkit.thinking import pop_options
+    from evalkit.scoring.thinking import pop_options
     model_args = dict(model_args)
     thinking = pop_options(model_args)   # trace markers are the run's, not the backend's
     if thinking:
@@ -266,7 +266,7 @@ def run(args) -> int:
     if not spec and not saved:
         raise EvalkitError("no candidate: pass --candidate BACKEND:MODEL, --candidate-run RUN_DIR, "
                            "or set [candidate] model / run")
-    from evalkit import validation
+    from evalkit.run import validation
     if not saved:
         model_args = parse_model_args(args.candidate_args, "--candidate-args") if args.candidate_args is not None \
             else _kv(cand.get("model_args"))

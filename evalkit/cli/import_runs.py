@@ -44,7 +44,8 @@ def _task_map(items) -> dict:
 
 
 def run(args) -> int:
-    from evalkit import registry, validation
+    from evalkit.taskapi import registry
+    from evalkit.run import validation
     from evalkit.lm_eval_io.files import find_outputs
     from evalkit.lm_eval_io.importer import import_output
     from evalkit.records import write_run

@@ -1,7 +1,7 @@
 """``evalkit models prepare NAME`` / ``evalkit models list``: the bundled tiny models."""
 from __future__ import annotations
 
-from evalkit import models
+from evalkit.backends import model_dirs as models
 
 
 def register(sub):

@@ -7,8 +7,8 @@ import json
 import logging
 import os
 
-from evalkit.errors import ConfigError
-from evalkit.thinking import pop_options
+from evalkit.util.errors import ConfigError
+from evalkit.scoring.thinking import pop_options
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def model_card_sampling(spec: str, prefix: str) -> dict:
     """temperature/top_p a local model's generation_config.json recommends (do_sample true), else {}."""
     if prefix not in ("hf", "vllm"):
         return {}
-    from evalkit import models
+    from evalkit.backends import model_dirs as models
     name = spec.split(":", 1)[1]
     try:
         folder = models.resolve(name, auto_prepare=False)

@@ -7,8 +7,8 @@ record trec_eval-exact measures with CIs, one run record per retriever.
 """
 from __future__ import annotations
 
-from evalkit import registry
-from evalkit.kvargs import parse_model_args
+from evalkit.taskapi import registry
+from evalkit.util.kvargs import parse_model_args
 
 
 def register(sub):
@@ -69,7 +69,7 @@ def register(sub):
 
 
 def run(args):
-    from evalkit.cache import default_cache_dir
+    from evalkit.util.paths import default_cache_dir
     from evalkit.cli.run import format_table
     from evalkit.retrieval.pipeline import RetrieveConfig, retrieve
     for path in args.include_path:

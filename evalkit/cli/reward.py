@@ -37,8 +37,8 @@ def register(sub):
 def run(args):
     from evalkit.backends.reward_catalog import make_reward_backend, split_reward_spec
     from evalkit.cli.run import open_cache
-    from evalkit.kvargs import parse_model_args
-    from evalkit.reward_pairs import read_rows, request_of, score_file, summary_line
+    from evalkit.util.kvargs import parse_model_args
+    from evalkit.run.reward_pairs import read_rows, request_of, score_file, summary_line
 
     split_reward_spec(args.model, "--model")
     model_args = parse_model_args(args.model_args)

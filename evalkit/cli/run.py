@@ -6,11 +6,13 @@ import json
 import math
 import sys
 
-from evalkit import registry, sinks, validation
+from evalkit import sinks
+from evalkit.taskapi import registry
+from evalkit.run import validation
 from evalkit.backends import BACKENDS, make_backend, parse_model_args, split_spec
-from evalkit.cache import NullCache, ResponseCache
+from evalkit.run.cache import NullCache, ResponseCache
 from evalkit.records import write_run
-from evalkit.runner import RunConfig, evaluate, load_tasks
+from evalkit.run.runner import RunConfig, evaluate, load_tasks
 
 
 def add_model_args(p: argparse.ArgumentParser, required=True, flag="--model"):
@@ -123,7 +125,7 @@ def appended_metrics(tasks: list, specs) -> list:
     apply to the generation tasks of the run (none among them is an error)."""
     if not specs:
         return []
-    from evalkit.metrics import hf_evaluate
+    from evalkit.scoring import hf_evaluate
     if not any(registry.get_task_class(t).output_type == "generate" for t in tasks):
         raise ValueError(f"--metric applies to generation tasks; none of {', '.join(tasks)} is one")
     return hf_evaluate.prepare(specs)
@@ -240,7 +242,7 @@ def run(args):
 
 def write_out(config: RunConfig, task_runs, n: int = 3) -> int:
     """``--write-out``: the first prompts of each task as the model would read them; no model."""
-    from evalkit.runner import plan
+    from evalkit.run.runner import plan
     p = plan(config, None, task_runs)
     if config.apply_chat_template:
         print("(chat template not rendered: it needs the model's tokenizer; the messages are shown)")
@@ -259,7 +261,7 @@ def write_out(config: RunConfig, task_runs, n: int = 3) -> int:
 
 def budget_warnings(run: dict) -> None:
     """One line per task whose budget shares exceed 5% (hit max_tokens, unclosed trace, no answer)."""
-    from evalkit.budgets import run_usage
+    from evalkit.scoring.budgets import run_usage
     for task, t in run["tasks"].items():
         for w in (t.get("budget") or {}).get("warnings") or []:
             print(f"evalkit run: warning: {task}: {w}", file=sys.stderr)

@@ -2,14 +2,14 @@
 
 ``evalkit score --task translation --predictions system.txt --references ref.de`` scores an
 external MT system; ``evalkit score --task xsum --predictions results/<run>/`` re-scores an old run
-with today's metrics. Writes a normal run record (see evalkit.scoring).
+with today's metrics. Writes a normal run record (see evalkit.run.rescore).
 """
 from __future__ import annotations
 
-from evalkit import registry
+from evalkit.taskapi import registry
 from evalkit.backends import parse_model_args
 from evalkit.cli.run import appended_metrics, format_table
-from evalkit.scoring import ScoreConfig, rescore
+from evalkit.run.rescore import ScoreConfig, rescore
 
 
 def register(sub):
@@ -40,7 +40,7 @@ def register(sub):
 
 
 def run(args):
-    from evalkit import data
+    from evalkit.taskapi import data
     data.DATA_FLAG_HINT = "--data PATH"  # this command's form of the flag, for data errors
     for path in args.include_path:
         registry.include_path(path)

@@ -1,7 +1,7 @@
 """``evalkit tasks``: every task with a one-line description."""
 from __future__ import annotations
 
-from evalkit import registry
+from evalkit.taskapi import registry
 
 
 def register(sub):

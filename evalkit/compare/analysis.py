@@ -31,13 +31,13 @@ from typing import Optional
 
 import numpy as np
 
-from evalkit import registry
+from evalkit.taskapi import registry
 from evalkit.compare import paired, power
 from evalkit.compare.align import AlignedTask, NotComparable, align_runs, load
 from evalkit.compare.multiplicity import adjust
 from evalkit.records import RunRecord
-from evalkit.stats import derive_seed
-from evalkit.task import Sample
+from evalkit.scoring.stats import derive_seed
+from evalkit.taskapi.task import Sample
 
 IMPROVED, NO_CHANGE, REGRESSED, INCONCLUSIVE = "improved", "no significant change", "regressed", "inconclusive"
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sys
 
-from evalkit.errors import ConfigError
+from evalkit.util.errors import ConfigError
 
 #: lm-eval hf model args that mean something evalkit does differently
 HF_ARGS_WHY = {
@@ -73,7 +73,7 @@ def _split(argv: list) -> list:
 
 
 def _kv(text: str) -> dict:
-    from evalkit.kvargs import parse_model_args
+    from evalkit.util.kvargs import parse_model_args
     return parse_model_args(text, "--model_args")
 
 

@@ -44,7 +44,7 @@ def lm_metric(name: str, entry: dict) -> tuple[str, str]:
 
 def _task_docs(rec: RunRecord, task: str) -> dict:
     """{doc id: Doc} of a task, when evalkit can read its data (for continuations and docs)."""
-    from evalkit import registry
+    from evalkit.taskapi import registry
     try:
         cls = registry.get_task_class(task)
         t = cls(data_path=rec.tasks[task].get("data_source") if rec.tasks[task].get("data_source") != cls.dataset.hub_path

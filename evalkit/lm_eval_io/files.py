@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalkit.errors import EvalkitError
-from evalkit.jsonio import read_json, read_jsonl
+from evalkit.util.errors import EvalkitError
+from evalkit.util.jsonio import read_json, read_jsonl
 
 _RESULTS = re.compile(r"^results_(?P<date>.+)\.json$")
 

@@ -8,7 +8,7 @@ refused with a message naming it, never silently dropped (the run would claim se
 """
 from __future__ import annotations
 
-from evalkit.errors import ConfigError
+from evalkit.util.errors import ConfigError
 
 RENAMED = {"max_gen_toks": "max_tokens", "max_new_tokens": "max_tokens", "max_tokens": "max_tokens",
            "temperature": "temperature", "top_p": "top_p", "seed": "seed", "n": "n", "until": "stop",
@@ -32,7 +32,7 @@ def to_evalkit_gen(gen, strict: bool = False) -> tuple[dict, list]:
     """(evalkit gen overrides, notes). ``strict``: a key evalkit cannot honour raises ConfigError
     (the command line); otherwise it becomes a note (importing a finished lm-eval run)."""
     if isinstance(gen, str):
-        from evalkit.kvargs import parse_model_args
+        from evalkit.util.kvargs import parse_model_args
         gen = parse_model_args(gen, "--gen_kwargs")
     out, notes = {}, []
     do_sample = gen.get("do_sample")

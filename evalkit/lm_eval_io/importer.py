@@ -19,13 +19,13 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Optional
 
-from evalkit import registry
-from evalkit.errors import EvalkitError
-from evalkit.items import RunContext, content_hash
+from evalkit.taskapi import registry
+from evalkit.util.errors import EvalkitError
+from evalkit.taskapi.items import RunContext, content_hash
 from evalkit.lm_eval_io import samples as S
 from evalkit.lm_eval_io.files import LmEvalOutput
 from evalkit.records import ModelInfo, Run, TaskEntry, new_run, samples_filename
-from evalkit.stats import mean_metric
+from evalkit.scoring.stats import mean_metric
 
 log = logging.getLogger(__name__)
 

@@ -102,7 +102,7 @@ def load_tokenizer(name: str):
 
 
 def tokenizer_identity(name: str) -> dict:
-    from evalkit.provenance import file_sha256
+    from evalkit.records.provenance import file_sha256
     folder = _tokenizer_dir(name)
     files = {f: file_sha256(folder / f)[:16] for f in ("tokenizer.json", "tokenizer_config.json") if (folder / f).is_file()}
     return {"name": name, "files": files}

@@ -11,7 +11,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from evalkit.provenance import file_sha256
+from evalkit.records.provenance import file_sha256
 
 BUNDLED_EMBEDDERS = {"all-minilm-l6-v2": "all_minilm_l6_v2"}
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from evalkit.data import DataError, decoded_lines, jsonl_records
+from evalkit.taskapi.data import DataError, decoded_lines, jsonl_records
 
 
 def _fields(path: Path):
@@ -87,7 +87,7 @@ def read_trec_run(path) -> dict[str, dict[str, float]]:
 
 
 def read_json_run(path) -> dict[str, dict[str, float]]:
-    from evalkit.jsonio import read_json
+    from evalkit.util.jsonio import read_json
     data = read_json(Path(path))
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise DataError(f"{path}: a JSON run is an object {{query_id: {{doc_id: score}}}}")

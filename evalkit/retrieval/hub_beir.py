@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from evalkit.data import DataError
+from evalkit.taskapi.data import DataError
 from evalkit.retrieval.formats import RetrievalData, doc_text
 
 PREFIX = "hub:"
@@ -25,7 +25,7 @@ def _load(name: str, config: Optional[str], split: str, revision: Optional[str],
     import shutil
     import tempfile
     import datasets
-    from evalkit import hub_access
+    from evalkit.util import hub_access
     tmp = None
     if Path(name).expanduser().is_dir():
         # a local folder is the truth: datasets' cache would serve an older copy (features and all) by name
@@ -62,7 +62,7 @@ def _id_text(ds, where: str, kind: str, with_title: bool) -> dict[str, str]:
 
 def load_hub_beir(name: str, split: str = "test", qrels_repo: Optional[str] = None,
                   revision: Optional[str] = None) -> RetrievalData:
-    from evalkit import hub_access
+    from evalkit.util import hub_access
     local = Path(name).expanduser()
     # before datasets is imported: huggingface_hub reads HF_HUB_OFFLINE once, at import
     reason = None if local.is_dir() else hub_access.go_offline_if_unreachable()

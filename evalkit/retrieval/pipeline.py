@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from evalkit import registry
+from evalkit.taskapi import registry
 from evalkit.records import ModelInfo
 from evalkit.retrieval import bm25 as bm25_mod
 from evalkit.retrieval import fusion
@@ -116,7 +116,7 @@ class _Runs:
 
     def _dense(self):
         from evalkit.backends.embedding import EmbeddingBackend
-        from evalkit.cache import NullCache, ResponseCache
+        from evalkit.run.cache import NullCache, ResponseCache
         from evalkit.retrieval.dense import make_embedder
         from evalkit.retrieval.vector_index import IndexSpec, search_run, split_info
         from evalkit.retrieval.embed_models import resolve_embedder
@@ -170,8 +170,8 @@ def run_retriever(cfg: RetrieveConfig, corpus: dict, queries: dict, name: str) -
 def embed_texts(backend, cache, texts: list, stats: dict):
     """Embeddings of ``texts`` (rows in order) as engine requests: deduped, cached, resumable."""
     import numpy as np
-    from evalkit.engine import Engine
-    from evalkit.requests import EmbedRequest
+    from evalkit.run.engine import Engine
+    from evalkit.taskapi.requests import EmbedRequest
     engine = Engine(backend, cache)
     reqs = [EmbedRequest(t) for t in texts]
     answers = engine.run(reqs)

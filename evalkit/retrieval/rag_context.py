@@ -30,7 +30,7 @@ class RagRetrieval:
             if k in kw:
                 kw[k] = int(kw[k])
         if isinstance(kw.get("rerank_args"), str):
-            from evalkit.kvargs import parse_model_args
+            from evalkit.util.kvargs import parse_model_args
             kw["rerank_args"] = parse_model_args(kw["rerank_args"].replace(";", ","), "rerank_args")
         out = cls(**{k: str(v) if k in ("retriever", "run", "embedder", "embed_backend") else v
                      for k, v in kw.items()})
@@ -41,14 +41,14 @@ class RagRetrieval:
     def cache_path(self) -> str:
         if self.embedding_cache:
             return self.embedding_cache
-        from evalkit.cache import default_cache_dir
+        from evalkit.util.paths import default_cache_dir
         return str(default_cache_dir() / "responses.sqlite")
 
 
 def retrieve_contexts(spec: RagRetrieval, corpus: dict, queries: dict, conv) -> tuple[dict, dict]:
     """({query: {doc: score}}, identity of the retrieval for the record)."""
     if spec.run:
-        from evalkit.provenance import file_sha256
+        from evalkit.records.provenance import file_sha256
         from evalkit.retrieval.formats import read_trec_run
         run = read_trec_run(spec.run)
         unknown = sorted({d for docs in run.values() for d in docs if d not in corpus})

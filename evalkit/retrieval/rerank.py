@@ -81,7 +81,7 @@ def first_stage_order(run: dict, conv) -> dict[str, list[str]]:
 
 def pair_requests(order: dict, queries: dict, corpus: dict, spec: RerankSpec) -> dict[str, list]:
     """{query: [(doc id, RewardRequest), ...]} for the first ``top`` documents of each query."""
-    from evalkit.requests import RewardRequest
+    from evalkit.taskapi.requests import RewardRequest
     out = {}
     for q, docs in order.items():
         out[q] = [(d, RewardRequest(text=spec.render(queries[q], corpus[d]))) for d in docs[:spec.top]
@@ -105,7 +105,7 @@ def reorder(order: dict, scores: dict, top: int) -> dict[str, dict[str, float]]:
 
 def score_pairs(backend, cache, pairs: dict, stats: dict) -> dict[str, dict[str, float]]:
     """Reranker scores of every pair through the engine (deduped, cached, resumable)."""
-    from evalkit.engine import Engine
+    from evalkit.run.engine import Engine
     engine = Engine(backend, cache)
     answers = engine.run([r for reqs in pairs.values() for _, r in reqs])
     for k in ("requested", "unique", "cached", "computed"):
@@ -118,7 +118,7 @@ def rerank(run: dict, queries: dict, corpus: dict, spec: RerankSpec, conv, cache
     """(reranked run, reranker scores {query: {doc: score}}, info for the record)."""
     import time
     from evalkit.backends.reward_catalog import make_reward_backend
-    from evalkit.cache import NullCache, ResponseCache
+    from evalkit.run.cache import NullCache, ResponseCache
     t0 = time.time()
     order = first_stage_order(run, conv)
     pairs = pair_requests(order, queries, corpus, spec)

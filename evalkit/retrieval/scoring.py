@@ -1,7 +1,7 @@
 """Scoring retrieval runs into run records: a saved run (``evalkit score --task retrieval --run
 run.trec --qrels qrels.txt``, the way sacrebleu serves MT) or one evalkit just computed
 (``evalkit retrieve``). One sample per counted query carries every measure, so each figure gets its
-CI (Wilson for hit@k, Student-t otherwise, from ``evalkit.stats``) and ``evalkit compare`` pairs two
+CI (Wilson for hit@k, Student-t otherwise, from ``evalkit.scoring.stats``) and ``evalkit compare`` pairs two
 retrievers query by query. The conventions and every mismatch between run and qrels are recorded."""
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from evalkit import registry
-from evalkit.data import DataError
-from evalkit.provenance import file_sha256
+from evalkit.taskapi import registry
+from evalkit.taskapi.data import DataError
+from evalkit.records.provenance import file_sha256
 from evalkit.records import ModelInfo, new_run, write_run
 from evalkit.retrieval.formats import RetrievalData, check_run_against_qrels, read_qrels, read_trec_run
-from evalkit.run_config import RunConfig
-from evalkit.runner import score_task
+from evalkit.run.config import RunConfig
+from evalkit.run.runner import score_task
 
 
 def build_record(task, docs: list, run: dict, model: ModelInfo, kind: str, seed: int, data_source: str,

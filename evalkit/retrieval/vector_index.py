@@ -34,7 +34,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from evalkit.stats import derive_seed
+from evalkit.scoring.stats import derive_seed
 
 KINDS = ("auto", "numpy", "flat", "hnsw", "ivf")
 PARAMS = {"hnsw": {"m": 32, "ef_construction": 200, "ef_search": 128},

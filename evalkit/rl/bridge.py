@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from evalkit.requests import Completion
-from evalkit.task import Doc, RunContext
+from evalkit.taskapi.requests import Completion
+from evalkit.taskapi.task import Doc, RunContext
 
 #: the tasks evalkit.rl verifies -> the registered task that scores a completion. MMLU and GPQA
 #: evaluate by loglikelihood; a trainer's completion is text, so their chain-of-thought variants score it.
@@ -37,7 +37,7 @@ def configure(task, metric: str) -> None:
     """Per-verifier settings of the scoring task. MATH: when the reward is ``math_verify`` the workers
     judge only that (minerva's sympy ``exact_match``, ~5x slower, is then None in ``metrics``)."""
     if KIND.get(task.name) == "math" and metric == "math_verify":
-        from evalkit.math_equivalence import judge_math_verify
+        from evalkit.scoring.math_equivalence import judge_math_verify
         task.judge_fn = judge_math_verify
 
 

@@ -3,7 +3,7 @@
 GRPO's advantage is a completion's reward minus its group's mean (over the group's std): a group
 whose G rewards are all equal teaches nothing. Per task and per item this reports
 
-- ``pass@k`` for every k <= G (the unbiased estimator, ``evalkit.passk``; success = reward >= 0.5),
+- ``pass@k`` for every k <= G (the unbiased estimator, ``evalkit.scoring.passk``; success = reward >= 0.5),
 - ``share_all_equal``: the share of groups with G equal rewards (zero advantage: no signal),
 - ``mean_group_std``: the mean within-group reward standard deviation (population std, over G),
 - ``share_learnable``: the share of items with 0 < pass rate < 1 (``learnable_items`` lists them: a
@@ -25,9 +25,9 @@ import logging
 import statistics
 from typing import Iterable, Optional
 
-from evalkit.passk import pass_at_k
+from evalkit.scoring.passk import pass_at_k
 from evalkit.rl.bridge import KIND, SCORING_TASK
-from evalkit.stats import mean_metric
+from evalkit.scoring.stats import mean_metric
 
 SUCCESS = 0.5
 log = logging.getLogger(__name__)

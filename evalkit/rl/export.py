@@ -20,10 +20,10 @@ import json
 from pathlib import Path
 from typing import Iterator, Optional
 
-from evalkit import registry
+from evalkit.taskapi import registry
 from evalkit.rl.bridge import KIND, SCORING_TASK
 from evalkit.rl.version import verifier_hash
-from evalkit.task import RunContext
+from evalkit.taskapi.task import RunContext
 
 ABILITY = {"number": "math", "math": "math", "letter": "knowledge", "code": "code"}
 

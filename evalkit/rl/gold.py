@@ -17,8 +17,8 @@ import threading
 from collections import Counter, OrderedDict
 from typing import Any
 
-from evalkit.data import FieldError
-from evalkit.task import Doc
+from evalkit.taskapi.data import FieldError
+from evalkit.taskapi.task import Doc
 
 
 class GoldError(ValueError):

@@ -10,7 +10,7 @@ degenerate answers it would learn to game earn nothing here (``guards=True``, th
   reference solutions box two parts), MMLU/GPQA "Answer: X" naming more than one letter.
 
 The guards never change a verdict from 0 to 1; ``guards=False`` gives the evaluation metric exactly.
-``strip_think``: the answer as the evaluation scores it (``evalkit.thinking.separate``, one splitter
+``strip_think``: the answer as the evaluation scores it (``evalkit.scoring.thinking.separate``, one splitter
 for both): everything up to the last ``</think>`` is the trace (also when the template opened it in
 the prompt), and a trace that never closes leaves no answer at all. An answer given only inside
 the trace scores 0, so the reward a trainer sees is the metric the evaluation reports.
@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from evalkit.choices import _ANSWER
-from evalkit.math_equivalence import last_boxed_only_string
+from evalkit.scoring.choices import _ANSWER
+from evalkit.scoring.math_equivalence import last_boxed_only_string
 
 DEFAULT_MAX_CHARS = 100_000
 DEFAULT_MAX_BOXED = 3
@@ -29,7 +29,7 @@ _STRICT = {"gsm8k": re.compile(r"#### (\-?[0-9\.\,]+)"), "gsm8k_cot": re.compile
 
 
 def strip_think(text: str, open_tag: str = "<think>", close_tag: str = "</think>") -> str:
-    from evalkit.thinking import ThinkingConfig, separate
+    from evalkit.scoring.thinking import ThinkingConfig, separate
     return separate(text, ThinkingConfig(start=open_tag, end=close_tag)).answer
 
 

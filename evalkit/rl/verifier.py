@@ -4,7 +4,7 @@
 completion is the value the evaluation's metric gives it (GSM8K ``exact_match_numeric``, MATH
 ``math_verify``, MMLU/GPQA ``acc`` of the chain-of-thought variants, HumanEval/MBPP ``pass@1``),
 after the guards of ``evalkit.rl.guards``. Math checks run in the task's worker processes
-(``evalkit.math_equivalence``) and code in one long-lived ``evalkit.sandbox.Sandbox`` per
+(``evalkit.scoring.math_equivalence``) and code in one long-lived ``evalkit.sandbox.Sandbox`` per
 verifier, so a verifier may be called from any thread, from several at once, and from asyncio
 (``averify_batch``): nothing depends on ``signal.alarm`` in the caller.
 """
@@ -15,7 +15,7 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional, Sequence
 
-from evalkit import registry
+from evalkit.taskapi import registry
 from evalkit.rl import bridge, guards
 from evalkit.rl.gold import DocBuilder, GoldError
 from evalkit.rl.version import verifier_hash

@@ -18,8 +18,8 @@ from importlib import metadata
 from pathlib import Path
 
 JUDGE_PACKAGES = ("math-verify", "sympy", "latex2sympy2_extended", "antlr4-python3-runtime")
-_SHARED = ("evalkit.answers", "evalkit.choices", "evalkit.math_equivalence", "evalkit.passk", "evalkit.task",
-           "evalkit.requests", "evalkit.sandbox.executor", "evalkit.sandbox.worker", "evalkit.rl.bridge",
+_SHARED = ("evalkit.scoring.answers", "evalkit.scoring.choices", "evalkit.scoring.math_equivalence", "evalkit.scoring.passk", "evalkit.taskapi.task",
+           "evalkit.taskapi.requests", "evalkit.sandbox.executor", "evalkit.sandbox.worker", "evalkit.rl.bridge",
            "evalkit.rl.gold", "evalkit.rl.guards", "evalkit.rl.verifier")
 
 
@@ -42,7 +42,7 @@ def _package_versions() -> dict:
 @lru_cache(maxsize=None)
 def verifier_hash(task_name: str) -> str | None:
     """``evk-<16 hex>`` for a task evalkit.rl verifies, None for any other."""
-    from evalkit import registry
+    from evalkit.taskapi import registry
     from evalkit.rl.bridge import SCORING_TASK
 
     scoring = SCORING_TASK.get(task_name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evalkit.extras import MissingExtra
+from evalkit.util.extras import MissingExtra
 from evalkit.sinks import payload as _payload
 
 SINKS = ("mlflow", "wandb", "hub")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from evalkit.extras import require
+from evalkit.util.extras import require
 from evalkit.sinks.payload import Payload
 
 

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from evalkit.extras import require
+from evalkit.util.extras import require
 from evalkit.sinks.payload import Payload
 
 PARAM_LIMIT = 6000   # MLflow's length limit for a param value

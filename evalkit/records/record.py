@@ -1,0 +1,322 @@
+"""The record's dataclasses, its one builder (``new_run``), atomic writing and loading.
+
+See the package docstring (``evalkit.records``) for what a record holds."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Optional, Union
+
+from evalkit.util.jsonio import read_json, read_jsonl
+from evalkit.records.provenance import git_sha, package_versions, run_id_for, utc_now
+from evalkit.records.redact import scrub
+
+SCHEMA_VERSION = 2
+#: what produced a record
+KINDS = ("evaluation", "rescore", "mt_bench", "arena", "import")  # a merge of shards is an evaluation
+
+
+class RecordError(ValueError):
+    """A run record that cannot be read: names the file and what is wrong."""
+
+
+# ---- the typed record -------------------------------------------------------------------------
+class _Typed:
+    """from_dict/to_dict for the record dataclasses: nested dataclasses by type hint, unknown keys
+    kept in ``other``, optional fields left out of the JSON while they are None."""
+
+    OMIT_IF_NONE: typing.ClassVar[tuple] = ()
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "run.json"):
+        if not isinstance(d, dict):
+            raise RecordError(f"{where}: expected a JSON object, got {type(d).__name__}")
+        hints = typing.get_type_hints(cls)
+        known, other = {}, {}
+        for k, v in d.items():
+            if k in hints and k != "other":
+                known[k] = _decode(hints[k], v, f"{where}: {k}")
+            else:
+                other[k] = v
+        try:
+            return cls(**known, other=other)
+        except TypeError as e:
+            raise RecordError(f"{where}: {e}") from None
+
+    def to_dict(self) -> dict:
+        out = {}
+        for f in dataclasses.fields(self):
+            if f.name == "other":
+                continue
+            v = getattr(self, f.name)
+            if v is None and f.name in self.OMIT_IF_NONE:
+                continue
+            out[f.name] = _encode(v)
+        out.update(self.other)
+        return out
+
+
+def _decode(hint, value, where: str):
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is Union:  # Optional[X]
+        if value is None:
+            return None
+        hint = next(a for a in args if a is not type(None))
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if isinstance(hint, type) and issubclass(hint, _Typed):
+        return hint.from_dict(value, where)
+    if origin is dict and len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], _Typed):
+        if not isinstance(value, dict):
+            raise RecordError(f"{where}: expected an object")
+        return {k: args[1].from_dict(v, f"{where}.{k}") for k, v in value.items()}
+    return value
+
+
+def _encode(v):
+    if isinstance(v, _Typed):
+        return v.to_dict()
+    if isinstance(v, dict):
+        return {k: _encode(x) for k, x in v.items()}
+    return v
+
+
+@dataclass
+class ModelInfo(_Typed):
+    """The model a record is about. ``identity`` describes it exactly (and never holds secrets);
+    ``identity_hash`` keys the response cache."""
+
+    spec: str = ""
+    name: str = ""
+    backend: str = ""
+    args: dict = field(default_factory=dict)
+    identity: dict = field(default_factory=dict)
+    identity_hash: str = ""
+    rescored_from: Optional[str] = None
+    other: dict = field(default_factory=dict)
+
+    OMIT_IF_NONE: typing.ClassVar[tuple] = ("rescored_from",)
+
+
+@dataclass
+class TaskEntry(_Typed):
+    """One task of a run: what ran (version, config, data and prompt hashes) and its metrics, each
+    ``{value, stderr, ci_low, ci_high, n, kind, higher_is_better}``."""
+
+    version: str = "1"
+    description: str = ""
+    output_type: str = ""
+    config: dict = field(default_factory=dict)
+    num_fewshot: Optional[int] = None
+    n_docs: int = 0
+    dataset_fingerprint: str = ""
+    prompt_hash: str = ""
+    data_source: Optional[str] = None
+    metrics: dict = field(default_factory=dict)
+    breakdowns: dict = field(default_factory=dict)
+    samples_file: Optional[str] = None
+    extra: dict = field(default_factory=dict)
+    rescored: Optional[dict] = None
+    ratings: Optional[list] = None
+    battles_file: Optional[str] = None
+    #: with --reward-model: pass@1, maj@N, oracle pass@N, RM best-of-N (curves over N) and rm_auroc
+    best_of_n: Optional[dict] = None
+    truncated_prompts: Optional[int] = None  # prompts longer than the context, cut from the left
+    verifier_hash: Optional[str] = None      # parity certificate with evalkit.rl's rewards for this task
+    grpo: Optional[dict] = None              # GRPO group figures with CIs (runs with G > 1 responses per item)
+    budget: Optional[dict] = None            # generation budgets from the samples (evalkit.scoring.budgets)
+    other: dict = field(default_factory=dict)
+
+    OMIT_IF_NONE: typing.ClassVar[tuple] = ("samples_file", "rescored", "ratings", "battles_file",
+                                            "truncated_prompts", "verifier_hash", "grpo", "best_of_n", "budget")
+
+
+@dataclass
+class Run(_Typed):
+    """A whole run record (``run.json``)."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str = ""
+    created_at: str = ""
+    kind: str = "evaluation"
+    model: ModelInfo = field(default_factory=ModelInfo)
+    config: dict = field(default_factory=dict)
+    tasks: dict[str, TaskEntry] = field(default_factory=dict)
+    versions: dict = field(default_factory=dict)
+    git_sha: Optional[str] = None
+    engine: dict = field(default_factory=dict)
+    backend_stats: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+    judge: Optional[dict] = None
+    judge_engine: Optional[dict] = None
+    merged_from: Optional[list] = None
+    #: with --reward-model: the reward model (identity, pooling, activation, step tag, API, engine counters)
+    reward_model: Optional[dict] = None
+    path: Optional[str] = None
+    other: dict = field(default_factory=dict)
+
+    OMIT_IF_NONE: typing.ClassVar[tuple] = ("judge", "judge_engine", "merged_from", "reward_model", "path")
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "run.json") -> "Run":
+        if isinstance(d, dict) and "kind" not in d:  # schema 1: infer what wrote it
+            d = {**d, "kind": _infer_kind(d)}
+        run = super().from_dict(d, where)
+        if not run.run_id:
+            raise RecordError(f"{where}: field 'run_id' is missing")
+        return run
+
+
+def _infer_kind(d: dict) -> str:
+    cfg = d.get("config") or {}
+    if cfg.get("rescored"):
+        return "rescore"
+    if "mt_bench" in cfg:
+        return "mt_bench"
+    if "arena" in cfg:
+        return "arena"
+    return "evaluation"
+
+
+def new_run(kind: str, model: ModelInfo, config: dict, tasks: dict[str, TaskEntry], label: Optional[str] = None,
+            **fields) -> Run:
+    """The one way to start a record: stamps schema version, a fresh run id (from ``label`` or the
+    model's name), the creation time, package versions and the git sha."""
+    if kind not in KINDS:
+        raise ValueError(f"record kind {kind!r}: expected one of {', '.join(KINDS)}")
+    fields.setdefault("versions", package_versions())
+    fields.setdefault("git_sha", git_sha())
+    return Run(schema_version=SCHEMA_VERSION, run_id=run_id_for(label or model.name or kind), created_at=utc_now(),
+               kind=kind, model=model, config=config, tasks=tasks, **fields)
+
+
+# ---- writing ----------------------------------------------------------------------------------
+def atomic_write_text(path: Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def samples_filename(task: str) -> str:
+    return f"samples_{task}.jsonl"
+
+
+def write_run(results_dir: os.PathLike, run: Union[Run, dict], samples: dict[str, list[dict]]) -> Path:
+    """Write a run folder atomically; returns its path. ``run`` is a ``Run`` (a dict of the same
+    shape is accepted and checked by parsing it)."""
+    run = run if isinstance(run, Run) else Run.from_dict(run)
+    data = run.to_dict()
+    data.pop("path", None)
+    results_dir = Path(results_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    final = results_dir / run.run_id
+    tmp = Path(tempfile.mkdtemp(prefix=f".{run.run_id}.", dir=results_dir))
+    try:
+        for task, rows in samples.items():
+            with open(tmp / samples_filename(task), "w", encoding="utf-8") as f:
+                for row in rows:
+                    f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        with open(tmp / "run.json", "w", encoding="utf-8") as f:
+            json.dump(scrub(data), f, indent=2, ensure_ascii=False, default=str)
+        for p in tmp.iterdir():
+            with open(p, "rb") as fh:
+                os.fsync(fh.fileno())
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def update_run_json(folder: os.PathLike, run: Run) -> Path:
+    """Rewrite a record's run.json (atomically) after a tool added figures to it; samples untouched."""
+    data = run.to_dict()
+    data.pop("path", None)
+    path = Path(folder) / "run.json"
+    atomic_write_text(path, json.dumps(scrub(data), indent=2, ensure_ascii=False, default=str))
+    return path
+
+
+# ---- reading ----------------------------------------------------------------------------------
+@dataclass
+class RunRecord:
+    """A record on disk: its folder, the typed ``run`` and the raw ``data`` it was parsed from."""
+
+    path: Path
+    data: dict = field(repr=False)
+    run: Optional[Run] = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if self.run is None:
+            self.run = Run.from_dict(self.data, str(Path(self.path) / "run.json"))
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    @property
+    def tasks(self) -> dict:
+        return self.data.get("tasks", {})
+
+    @property
+    def model(self) -> dict:
+        return self.data.get("model", {})
+
+    def metrics(self, task: str) -> dict:
+        return self.tasks[task]["metrics"]
+
+    def samples_path(self, task: str) -> Path:
+        return Path(self.path) / (self.tasks[task].get("samples_file") or samples_filename(task))
+
+    def samples(self, task: str) -> Iterator[dict]:
+        try:
+            yield from read_jsonl(self.samples_path(task))
+        except ValueError as e:  # names the file and line
+            raise RecordError(str(e)) from None
+
+
+def load_run(path: os.PathLike) -> RunRecord:
+    p = Path(path)
+    if p.is_file():
+        p = p.parent
+    run_json = p / "run.json"
+    if not run_json.exists():
+        raise FileNotFoundError(f"{p}: not a run record (no run.json)")
+    try:
+        data = read_json(run_json)
+    except ValueError as e:  # names the file and line
+        raise RecordError(str(e)) from None
+    if not isinstance(data, dict):
+        raise RecordError(f"{run_json}: not a run record (a JSON {type(data).__name__}, not an object)")
+    if data.get("schema_version", 0) > SCHEMA_VERSION:
+        raise RecordError(f"{run_json}: schema_version {data['schema_version']} is newer than this evalkit "
+                          f"understands ({SCHEMA_VERSION}); upgrade evalkit")
+    return RunRecord(p, data)
+
+
+def iter_runs(results_dir: os.PathLike) -> Iterator[RunRecord]:
+    for run_json in sorted(Path(results_dir).glob("*/run.json")):
+        if run_json.parent.name.startswith("."):
+            continue
+        try:
+            yield load_run(run_json.parent)
+        except (ValueError, OSError, json.JSONDecodeError):
+            continue

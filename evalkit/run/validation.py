@@ -1,0 +1,150 @@
+"""Options checked before anything heavy runs: every mistake is one line naming the flag, the key and
+what is allowed, before a model loads or a request is made."""
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from evalkit.util.errors import ConfigError
+
+DTYPES = ("auto", "float32", "float16", "bfloat16", "half", "float")  # torch names vLLM also takes
+GEN_KEYS = ("max_tokens", "temperature", "top_p", "n", "seed", "top_k", "min_p", "repetition_penalty")
+_INT_ARGS = {"batch_size": 1, "max_length": 1, "max_gen_toks": 1, "threads": 1, "token_budget": 1, "chunk_size": 1,
+             "concurrency": 1, "max_retries": 0, "max_model_len": 1, "tensor_parallel_size": 1,
+             "data_parallel_size": 1, "max_num_seqs": 1, "block_size": 1, "max_lora_rank": 1}
+_FLOAT_ARGS = {"timeout": 0.0, "backoff_base": 0.0, "backoff_max": 0.0}
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def check_model_args(prefix: str, args: dict, flag: str = "--model-args") -> None:
+    """Types and ranges of the backend options that a backend would otherwise reject late (after
+    loading weights) or with a traceback: dtype, device, batch_size and the other counts."""
+    for key, least in _INT_ARGS.items():
+        if key not in args or args[key] is None:
+            continue
+        v = args[key]
+        if key == "batch_size" and isinstance(v, str) and v == "auto":
+            continue
+        if not _is_int(v) or v < least:
+            allowed = "'auto' or " if key == "batch_size" else ""
+            raise ConfigError(f"{flag}: {key}={v!r}: expected {allowed}an integer >= {least}")
+    for key, least in _FLOAT_ARGS.items():
+        if key in args and args[key] is not None and (not _is_num(args[key]) or args[key] < least):
+            raise ConfigError(f"{flag}: {key}={args[key]!r}: expected a number >= {least:g}")
+    if "gpu_memory_utilization" in args:
+        v = args["gpu_memory_utilization"]
+        if not _is_num(v) or not 0 < v <= 1:
+            raise ConfigError(f"{flag}: gpu_memory_utilization={v!r}: expected a fraction in (0, 1]")
+    if prefix in ("hf", "vllm") and "dtype" in args:
+        if str(args["dtype"]) not in DTYPES:
+            raise ConfigError(f"{flag}: dtype={args['dtype']!r}: allowed {', '.join(DTYPES)}")
+    if prefix == "hf" and "device" in args:
+        check_device(str(args["device"]), flag)
+
+
+def check_device(device: str, flag: str = "--model-args") -> None:
+    if not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", device):
+        raise ConfigError(f"{flag}: device={device!r}: allowed auto, cpu, cuda, cuda:N, mps")
+    if device.startswith("cuda"):
+        import torch
+        if not torch.cuda.is_available():
+            raise ConfigError(f"{flag}: device={device}: CUDA is not available on this machine "
+                              f"(torch {torch.__version__}); use device=cpu or device=auto")
+        idx = int(device.split(":")[1]) if ":" in device else 0
+        if idx >= torch.cuda.device_count():
+            raise ConfigError(f"{flag}: device={device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+
+
+def check_gen_overrides(gen: dict, flag: str = "--gen-kwargs") -> None:
+    unknown = sorted(set(gen) - set(GEN_KEYS))
+    if unknown:
+        raise ConfigError(f"{flag}: unknown {', '.join(unknown)}; allowed: {', '.join(sorted(GEN_KEYS))}")
+    rules = {
+        "max_tokens": (lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+        "n": (lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+        "temperature": (lambda v: _is_num(v) and v >= 0, "a number >= 0"),
+        "top_p": (lambda v: _is_num(v) and 0 < v <= 1, "a number in (0, 1]"),
+        "seed": (lambda v: v is None or _is_int(v), "an integer"),
+        "top_k": (lambda v: _is_int(v) and v >= 0, "an integer >= 0 (0: no cut)"),
+        "min_p": (lambda v: _is_num(v) and 0 <= v < 1, "a number in [0, 1)"),
+        "repetition_penalty": (lambda v: _is_num(v) and v > 0, "a number > 0 (1: none)"),
+    }
+    for key, value in gen.items():
+        ok, want = rules[key]
+        if not ok(value):
+            raise ConfigError(f"{flag}: {key}={value!r}: expected {want}")
+
+
+def check_num_fewshot(k, flag: str = "--num-fewshot") -> None:
+    if k is not None and (not _is_int(k) or k < 0):
+        raise ConfigError(f"{flag} {k!r}: expected an integer >= 0")
+
+
+_OPTION_READ = re.compile(r"options(?:\.get\(|\[)\s*[\"'](\w+)[\"']")
+_OPTION_TUPLE = re.compile(r"_OPTIONS\s*=\s*\(([^)]*)\)")
+ALWAYS_ALLOWED = {"metrics"}  # attached by --metric (evalkit.scoring.hf_evaluate)
+
+
+def task_option_names(cls) -> set | None:
+    """The option keys a task reads (from a ``known_options`` attribute, else from its source);
+    None when that cannot be told (then nothing is refused)."""
+    declared = getattr(cls, "known_options", None)
+    if declared is not None:
+        return set(declared) | ALWAYS_ALLOWED
+    names = set(ALWAYS_ALLOWED)
+    try:
+        for klass in inspect.getmro(cls):
+            if klass is object:
+                continue
+            module = inspect.getmodule(klass)
+            for src in (inspect.getsource(klass), inspect.getsource(module) if module else ""):
+                names.update(_OPTION_READ.findall(src))
+                for group in _OPTION_TUPLE.findall(src):
+                    names.update(re.findall(r"[\"'](\w+)[\"']", group))
+    except (OSError, TypeError):
+        return None
+    return names
+
+
+def check_task_options(task_options: dict, flag: str = "--task-args") -> None:
+    from evalkit.taskapi import registry
+
+    for task, opts in task_options.items():
+        cls = registry.get_task_class(task)
+        known = task_option_names(cls)
+        if known is None:
+            continue
+        unknown = sorted(set(opts) - known)
+        if unknown:
+            takes = ", ".join(sorted(known - ALWAYS_ALLOWED)) or "none"
+            raise ConfigError(f"{flag} {task}: unknown option(s) {', '.join(unknown)}; task {task} takes: {takes}")
+
+
+def check_output_dir(path: str, flag: str = "--output") -> None:
+    """The results folder can be written (created when missing): checked before the model loads."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ConfigError(f"{flag} {path}: is a file, not a folder")
+    probe = p
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ConfigError(f"{flag} {path}: {probe} is a file, not a folder")
+    try:  # probe the folder itself, or the nearest existing one above it (nothing is created)
+        fd, tmp = tempfile.mkstemp(prefix=".evalkit-write-check-", dir=probe)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        raise ConfigError(f"{flag} {path}: cannot write there ({e.strerror or e}); choose another folder with "
+                          f"{flag} or pass --no-output") from None

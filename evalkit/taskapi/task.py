@@ -1,0 +1,374 @@
+"""The task plugin contract.
+
+A task says where its data comes from (``dataset``), how a record becomes a typed ``Doc``
+(``record_to_doc``), how a prompt is built (zero/few-shot, optional chat template), which requests
+it makes (``requests``), how one sample is scored (``score``: sample-level values) and which
+metrics it reports (``metrics``: ``Metric`` objects, sample or corpus level, the latter with a
+bootstrap CI).
+Aggregation never hides scoring: every per-sample value is in the samples file.
+
+Three ready-made shapes cover most benchmarks: ``MultipleChoiceTask`` (loglikelihood of each
+choice; acc and acc_norm), ``GenerationTask`` (generate, then ``score_text``: values only, the
+framework builds the sample) and ``PerplexityTask`` (rolling loglikelihood). A new benchmark is one
+small file in ``tasks/`` with ``@register_task``.
+
+What a task may override (every hook has a default on ``Task``):
+
+==========================  ===================================================================
+``record_to_doc``           a data record -> ``Doc`` (required)
+``doc_to_text/_target``     how one doc reads as a question / as a few-shot answer
+``build_prompt_text``       the whole prompt text (default: instruction + few-shot + question);
+                            the one prompt hook: ``prompt_text`` caches it, ``messages``,
+                            ``context`` and ``prompt_of`` derive from it
+``messages``                the chat form, when a task needs more than one user turn
+``requests``                the requests of one doc (the shapes below provide it)
+``score_text``              generation: one completion -> ``Scored`` or a metrics dict
+``score_texts``             generation: all completions of a doc (n > 1) -> ``Scored``
+``score_batch``             generation: all docs at once (worker pools, sandboxes)
+``score`` / ``score_all``   other shapes: responses -> ``Sample``
+``metrics``                 ``Metric`` objects (direction, sample or corpus level)
+``breakdowns``              per-group results (subjects, levels)
+``run_extra``               task-level figures for the record's ``extra``
+``metric_inputs``           (prediction, references) for appended ``evaluate:`` metrics
+``docs_from_references``    docs from plain reference files (``evalkit score --references``)
+``canonical_prediction``    the reference solution of a doc (``evalkit check-canonical``)
+``redact_samples``/``family``  never show the questions / the leaderboard's task family
+==========================  ===================================================================
+"""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import ClassVar, Optional, Sequence
+
+from evalkit.scoring import metric as _metric
+from evalkit.taskapi.data import DataSource
+from evalkit.taskapi.items import _UNSET, Doc, RunContext, Sample, Scored, content_hash  # noqa: F401 (re-exported)
+from evalkit.scoring.metric import Metric
+from evalkit.taskapi.requests import GenerateRequest, GenParams, LoglikelihoodRequest, RollingRequest
+from evalkit.scoring.stats import MetricValue, derive_seed
+
+
+class Task:
+    # ---- what a task declares ----
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    version: ClassVar[str] = "1"
+    dataset: ClassVar[DataSource] = DataSource()
+    eval_split: ClassVar[str] = "test"
+    fewshot_split: ClassVar[Optional[str]] = None
+    num_fewshot: ClassVar[int] = 0
+    fewshot_sampler: ClassVar[str] = "first_n"  # or "random" (seeded by run seed + doc id)
+    fewshot_delimiter: ClassVar[str] = "\n\n"
+    target_delimiter: ClassVar[str] = " "
+    instruction: ClassVar[str] = ""              # text before the few-shot examples
+    output_type: ClassVar[str] = "generate"
+    #: what the task reports; sample metrics it does not declare are means, higher is better
+    metrics: ClassVar[tuple] = ()
+    #: shorthands kept for task files written before ``metrics``: {name: bool}, {name: compute}
+    higher_is_better: ClassVar[dict] = {}
+    corpus_metrics: ClassVar[dict] = {}
+    #: never show this task's questions (GPQA's terms), on the leaderboard or in compare reports
+    redact_samples: ClassVar[bool] = False
+    #: the leaderboard's task family (default: from the task name)
+    family: ClassVar[Optional[str]] = None
+    #: a local file of few-shot examples (``--fewshot-data TASK=PATH``), never the evaluation file
+    fewshot_data_path: Optional[str] = None
+
+    def __init__(self, data_path: Optional[str] = None, **options):
+        self.data_path = data_path
+        self.options = options
+
+    # ---- data ----
+    def record_to_doc(self, record: dict, index: int) -> Doc:
+        raise NotImplementedError
+
+    def load_docs(self, split: str, max_docs: Optional[int] = None, path: Optional[str] = None) -> list[Doc]:
+        from evalkit.taskapi.data import DataError, FieldError
+
+        docs = []
+        for i, rec in enumerate(self.dataset.iter_records(split, path or self.data_path)):
+            if max_docs is not None and len(docs) >= max_docs:
+                break
+            try:
+                doc = self.record_to_doc(rec.data, i)
+            except FieldError as e:
+                raise DataError(f"{rec.where}: {e} (task {self.name})") from None
+            except KeyError as e:
+                raise DataError(f"{rec.where}: field {e.args[0]!r} is missing (task {self.name})") from None
+            except (TypeError, ValueError, AttributeError) as e:
+                raise DataError(f"{rec.where}: malformed record for task {self.name}: {e}") from None
+            if doc is not None:
+                docs.append(doc)
+        return docs
+
+    def eval_docs(self) -> list[Doc]:
+        return self.load_docs(self.eval_split)
+
+    # ---- prompts ----
+    def doc_to_text(self, doc: Doc) -> str:
+        return doc.query
+
+    def doc_to_target(self, doc: Doc) -> str:
+        if doc.fewshot_target is not None:
+            return doc.fewshot_target
+        if doc.choices is not None and doc.gold is not None:
+            return doc.choices[doc.gold]
+        return str(doc.target)
+
+    def fewshot_pool(self) -> list[Doc]:
+        if "_fewshot_pool" not in self.__dict__:
+            if self.fewshot_reads_eval_file():
+                raise self.fewshot_refusal(self.num_fewshot)
+            if not self.fewshot_split:
+                self._fewshot_pool = []
+            elif self.fewshot_data_path:  # --fewshot-data TASK=PATH
+                self._fewshot_pool = self.load_docs(self.fewshot_split, path=self.fewshot_data_path)
+            else:
+                self._fewshot_pool = self.load_docs(self.fewshot_split)
+        return self._fewshot_pool
+
+    def fewshot_reads_eval_file(self) -> bool:
+        """True when the few-shot split would be read from the one file that also holds the test docs."""
+        if not self.fewshot_split or self.fewshot_split == self.eval_split:
+            return False
+        if type(self).fewshot_pool is not Task.fewshot_pool:  # the task brings its own exemplars
+            return False
+        if self.fewshot_data_path:
+            return False
+        return bool(self.data_path) and Path(self.data_path).is_file() and self.dataset.local_reader is None
+
+    def fewshot_refusal(self, k) -> Exception:
+        from evalkit.taskapi.data import DataError
+        files = ", ".join(f for names in self.dataset.local_files.values() for f in names) or "one file per split"
+        return DataError(
+            f"task {self.name}: --data {self.data_path} is a single file, so its {k} few-shot examples (the "
+            f"{self.fewshot_split!r} split) would come from the evaluation file itself and test questions would "
+            f"carry their own answers. Pass a folder holding both splits ({files}), or add --fewshot-data "
+            f"{self.name}=FILE, or use --num-fewshot 0")
+
+    def fewshot_examples(self, doc: Doc, k: int, ctx: RunContext) -> list[Doc]:
+        if k <= 0:
+            return []
+        pool = self.fewshot_pool()
+        same_split = self.fewshot_split == self.eval_split
+        if self.fewshot_sampler == "first_n":
+            picked = []
+            for d in pool:
+                if not (same_split and d.id == doc.id):
+                    picked.append(d)
+                    if len(picked) == k:
+                        break
+        else:
+            rng = random.Random(derive_seed(ctx.seed, self.name, "fewshot", doc.id))
+            idx = rng.sample(range(len(pool)), min(len(pool), k + 1))
+            picked = [pool[i] for i in idx if not (same_split and pool[i].id == doc.id)][:k]
+        if len(picked) < k:
+            raise ValueError(f"task {self.name}: {k}-shot asked but the few-shot split has {len(picked)} examples")
+        return picked
+
+    def prompt_text(self, doc: Doc, ctx: RunContext) -> str:
+        """The prompt text of a doc, built once per doc and setting (override ``build_prompt_text``)."""
+        key = (doc.hash(), ctx.seed, ctx.num_fewshot, ctx.apply_chat_template, ctx.system_prompt)
+        cache = self.__dict__.setdefault("_prompt_cache", {})
+        if key not in cache:
+            cache[key] = self.build_prompt_text(doc, ctx)
+        return cache[key]
+
+    def build_prompt_text(self, doc: Doc, ctx: RunContext) -> str:
+        """The one prompt hook: instruction, few-shot examples and the question."""
+        k = self.num_fewshot if ctx.num_fewshot is None else ctx.num_fewshot
+        shots = self.fewshot_examples(doc, k, ctx)
+        parts = [self.doc_to_text(ex) + self.target_delimiter + self.doc_to_target(ex) for ex in shots]
+        body = self.fewshot_delimiter.join(parts + [self.doc_to_text(doc)])
+        return self.instruction + body
+
+    def messages(self, doc: Doc, ctx: RunContext) -> list[dict]:
+        """The chat form: with few-shot examples and ``ctx.fewshot_as_multiturn`` (None counts as
+        yes, as in lm-eval), the instruction is the system turn and each example a user and an
+        assistant turn; tasks that build their own prompt text keep it in one user turn."""
+        k = self.num_fewshot if ctx.num_fewshot is None else ctx.num_fewshot
+        if k and ctx.fewshot_as_multiturn is not False and type(self).build_prompt_text is Task.build_prompt_text:
+            system = self.fewshot_delimiter.join(x for x in (ctx.system_prompt, self.instruction.strip()) if x)
+            msgs = [{"role": "system", "content": system}] if system else []
+            for ex in self.fewshot_examples(doc, k, ctx):
+                msgs += [{"role": "user", "content": self.doc_to_text(ex)},
+                         {"role": "assistant", "content": self.doc_to_target(ex)}]
+            return msgs + [{"role": "user", "content": self.doc_to_text(doc)}]
+        msgs = [{"role": "system", "content": ctx.system_prompt}] if ctx.system_prompt else []
+        return msgs + [{"role": "user", "content": self.prompt_text(doc, ctx)}]
+
+    def context(self, doc: Doc, ctx: RunContext) -> str:
+        """The scoring context as a plain string (chat template rendered when asked)."""
+        if ctx.apply_chat_template:
+            if ctx.render_chat is None:
+                raise ValueError("--apply-chat-template needs a backend that renders chat templates")
+            return ctx.render_chat(self.messages(doc, ctx))
+        return self.prompt_text(doc, ctx)
+
+    def prompt_of(self, doc: Doc, ctx: RunContext):
+        """The prompt as the samples file shows it: messages with a chat template, else the text."""
+        return self.messages(doc, ctx) if ctx.apply_chat_template else self.prompt_text(doc, ctx)
+
+    # ---- requests and scoring ----
+    def requests(self, doc: Doc, ctx: RunContext) -> list:
+        raise NotImplementedError
+
+    def score(self, doc: Doc, responses: list, ctx: RunContext) -> Sample:
+        raise NotImplementedError
+
+    def score_all(self, docs: Sequence[Doc], responses: Sequence[list], ctx: RunContext) -> list[Sample]:
+        """Score every doc of the run (``responses[i]`` answers ``docs[i]``). Override to batch costly
+        checks, e.g. a worker pool for math equivalence; the default scores one doc at a time."""
+        return [self.score(d, r, ctx) for d, r in zip(docs, responses)]
+
+    def responses_from_predictions(self, doc: Doc, predictions: list[str]) -> list:
+        """Saved outputs of one doc as the responses ``score`` takes (``evalkit score``, no model).
+        Default: one generate request answered with every prediction (several allow pass@k)."""
+        from evalkit.taskapi.requests import Completion
+        return [[Completion(p, "stop") for p in predictions]]
+
+    def metric_objects(self, samples: Sequence[Sample]) -> list[Metric]:
+        """The metrics reported for these samples, in record order (see ``evalkit.scoring.metric.resolve``)."""
+        return _metric.resolve(self.metrics, samples, self.higher_is_better, self.corpus_metrics)
+
+    def aggregate(self, samples: Sequence[Sample], seed: int) -> dict[str, MetricValue]:
+        """Every metric over the samples, with its CI. Reads the samples, never changes them."""
+        return _metric.aggregate(self.metric_objects(samples), samples, seed, self.name)
+
+    def higher_is_better_of(self, name: str) -> bool:
+        declared = {m.name: m.higher_is_better for m in self.metrics}
+        return declared.get(name, self.higher_is_better.get(name, True))
+
+    def breakdowns(self, samples: Sequence[Sample]) -> dict:
+        """Optional per-group results (subjects, levels, categories): {group: {metric: MetricValue}}."""
+        return {}
+
+    def run_extra(self, samples: Sequence[Sample]) -> dict:
+        """Optional task-level figures for the record (sandbox layer, judge status counts, ...)."""
+        return {}
+
+    def metric_inputs(self, sample: Sample) -> tuple[str, list[str]]:
+        """(prediction, references) of a sample for appended ``evaluate:`` metrics: by default the
+        first response and the target as the list of references."""
+        from evalkit.scoring.hf_evaluate import default_inputs
+        return default_inputs(sample)
+
+    #: whether ``docs_from_references`` is implemented (``evalkit score --references``)
+    takes_references: ClassVar[bool] = False
+
+    def docs_from_references(self, references: list[list[str]]) -> list[Doc]:
+        raise NotImplementedError(f"task {self.name} reads its references from its data")
+
+    def canonical_prediction(self, doc: Doc) -> Optional[str]:
+        """The reference solution of a doc, for ``evalkit check-canonical`` (None: the task has none)."""
+        return None
+
+    def config_fingerprint(self) -> dict:
+        return {"name": self.name, "version": self.version, "num_fewshot": self.num_fewshot,
+                "options": self.options}
+
+
+class MultipleChoiceTask(Task):
+    """Score each choice by loglikelihood of ``target_delimiter + choice`` after the context."""
+
+    output_type = "multiple_choice"
+
+    def doc_to_choice_text(self, doc: Doc, i: int) -> str:
+        return self.target_delimiter + doc.choices[i]
+
+    def requests(self, doc, ctx):
+        context = self.context(doc, ctx)
+        return [LoglikelihoodRequest(context, self.doc_to_choice_text(doc, i)) for i in range(len(doc.choices))]
+
+    def score(self, doc, responses, ctx):
+        lls = [r.logprob for r in responses]
+        lens = [len(c) for c in doc.choices]
+        pred = max(range(len(lls)), key=lambda i: lls[i])
+        pred_norm = max(range(len(lls)), key=lambda i: lls[i] / max(1, lens[i]))
+        return Sample(doc.id, doc.hash(), self.context(doc, ctx), [[r.logprob, r.is_greedy] for r in responses],
+                      doc.gold, {"acc": float(pred == doc.gold), "acc_norm": float(pred_norm == doc.gold)},
+                      extracted=pred)
+
+
+class GenerationTask(Task):
+    """Generate, then score the text. A task implements ``score_text(doc, text)`` (or
+    ``score_texts`` for several completions per doc, or ``score_batch`` for all docs at once) and
+    returns values only: a metrics dict or a ``Scored``; the framework builds the ``Sample``."""
+
+    output_type = "generate"
+    gen_params: ClassVar[GenParams] = GenParams()
+
+    def params(self, doc: Doc, ctx: RunContext) -> GenParams:
+        p = dict(self.gen_params.__dict__)
+        p.update({k: v for k, v in ctx.gen_overrides.items() if k in p})
+        if p["temperature"] and p.get("seed") is None:
+            p["seed"] = derive_seed(ctx.seed, self.name, "sample", doc.id) % (2 ** 31)
+        p["stop"] = tuple(p["stop"])
+        return GenParams(**p)
+
+    def requests(self, doc, ctx):
+        params = self.params(doc, ctx)
+        if ctx.apply_chat_template:
+            msgs = tuple((m["role"], m["content"]) for m in self.messages(doc, ctx))
+            return [GenerateRequest(messages=msgs, params=params)]
+        return [GenerateRequest(prompt=self.prompt_text(doc, ctx), params=params)]
+
+    # ---- scoring: values only ----
+    def score_text(self, doc: Doc, text: str):
+        """One completion -> ``Scored`` (or a plain metrics dict)."""
+        raise NotImplementedError(f"task {self.name}: implement score_text(doc, text)")
+
+    def score_texts(self, doc: Doc, texts: list[str]):
+        """Every completion of a doc (``n`` > 1); default: the first one counts."""
+        return self.score_text(doc, texts[0] if texts else "")
+
+    def score_batch(self, docs: Sequence[Doc], texts: Sequence[list[str]], ctx: RunContext) -> list:
+        """All docs of the run at once; override to batch costly checks."""
+        return [self.score_texts(d, t) for d, t in zip(docs, texts)]
+
+    def score_all(self, docs, responses, ctx):
+        if type(self).score is not GenerationTask.score:  # a task file that builds its own Sample
+            return [self.score(d, r, ctx) for d, r in zip(docs, responses)]
+        texts = [[c.text for c in r[0]] if r else [] for r in responses]
+        scored = self.score_batch(docs, texts, ctx)
+        return [self.sample_of(d, r, t, s, ctx) for d, r, t, s in zip(docs, responses, texts, scored)]
+
+    def score(self, doc, responses, ctx):
+        return self.score_all([doc], [responses], ctx)[0]
+
+    def sample_of(self, doc: Doc, responses: list, texts: list[str], scored, ctx: RunContext) -> Sample:
+        s = scored if isinstance(scored, Scored) else Scored(dict(scored))
+        extra = dict(s.extra)
+        if responses and responses[0]:
+            extra.setdefault("finish_reason", responses[0][0].finish_reason)
+        return Sample(doc.id, doc.hash(), self.sample_prompt(doc, ctx), texts,
+                      doc.target if s.target is _UNSET else s.target, s.metrics, extracted=s.extracted, extra=extra)
+
+    def sample_prompt(self, doc: Doc, ctx: RunContext):
+        """The prompt the samples file shows (default ``prompt_of``)."""
+        return self.prompt_of(doc, ctx)
+
+
+class PerplexityTask(Task):
+    output_type = "loglikelihood_rolling"
+
+    def rolling_text(self, doc: Doc) -> str:
+        return doc.query
+
+    def requests(self, doc, ctx):
+        return [RollingRequest(self.rolling_text(doc))]
+
+
+_REGISTRY: dict[str, type] = {}
+
+
+def register_task(cls: type) -> type:
+    """Class decorator: make a Task subclass available by its ``name``."""
+    name = getattr(cls, "name", None)
+    if not name:
+        raise ValueError(f"{cls.__name__} needs a 'name'")
+    if name in _REGISTRY and _REGISTRY[name].__qualname__ != cls.__qualname__:
+        raise ValueError(f"task name {name!r} is registered twice ({_REGISTRY[name].__module__} and {cls.__module__})")
+    _REGISTRY[name] = cls
+    return cls
