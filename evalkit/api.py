@@ -93,7 +93,6 @@ def _config(tasks, limit, o: dict):
 def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, None] = None, **options):
     """Evaluate ``model`` on ``tasks``; returns the run record (see the module docstring)."""
     from evalkit.run.cache import NullCache, ResponseCache
-    from evalkit.records import Run
     from evalkit.run.runner import evaluate as run_evaluation, load_tasks
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
@@ -121,7 +120,7 @@ def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, N
     if was_training:
         torch_model.eval()  # dropout off while scoring; the caller's mode comes back afterwards
     try:
-        out = run_evaluation(backend, config, cache, output, model_spec=spec,
+        run = run_evaluation(backend, config, cache, output, model_spec=spec,
                              model_args={k: v for k, v in model_args.items()}, progress=bool(options.get("progress")),
                              task_runs=task_runs)
     finally:
@@ -130,6 +129,4 @@ def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, N
         if owned:
             backend.close()
         cache.close()
-    run = Run.from_dict(out["run"])
-    run.samples = out["samples"]
     return run

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from evalkit.arena import write_battles
 from evalkit.records import ModelInfo, TaskEntry, new_run, write_run
-from evalkit.taskapi.task import Doc, Sample, content_hash
+from evalkit.taskapi.items import Scored, make_sample
+from evalkit.taskapi.task import Doc, content_hash
 from evalkit.tasks.mt_bench import MTBench, temperature_for
 
 from .contestants import Contestant
@@ -47,10 +48,10 @@ def build_record(c, backend, docs, answers, refs, ref_info, single, pairs, judge
     rows = []
     for d in docs:
         a = answers[d.id]
-        s = Sample(d.id, d.hash(), d.meta["turns"], a, refs.get(d.id), per_q.get(d.id, {}),
-                   extracted={"scores": [j["value"] for j in by_q.get(d.id, [])]},
-                   extra={"category": d.meta["category"], "answer_chars": [len(x) for x in a],
-                          "judgments": by_q.get(d.id, []), "pairwise": pq.get(d.id, [])})
+        s = make_sample(d, Scored(per_q.get(d.id, {}), extracted={"scores": [j["value"] for j in by_q.get(d.id, [])]},
+                                  extra={"category": d.meta["category"], "answer_chars": [len(x) for x in a],
+                                         "judgments": by_q.get(d.id, []), "pairwise": pq.get(d.id, [])}),
+                        prompt=d.meta["turns"], responses=a, target=refs.get(d.id))
         rows.append(s.to_dict())
     lengths = {(d.id, t + 1): len(answers[d.id][t]) for d in docs for t in range(len(answers[d.id]))}
     judge_figs = dict(judge_info)

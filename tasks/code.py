@@ -34,7 +34,7 @@ from typing import ClassVar, Optional, Sequence
 
 from evalkit.scoring.passk import parse_ks, pass_at_k
 from evalkit.taskapi.requests import Completion
-from evalkit.taskapi.task import Doc, GenerationTask, RunContext, Sample
+from evalkit.taskapi.task import Doc, GenerationTask, RunContext, Sample, Scored
 
 log = logging.getLogger(__name__)
 
@@ -260,12 +260,11 @@ class CodeTask(GenerationTask):
             verdicts = [self.verdict(doc, r, *w) for _, (r, w) in zip(codes, results)]
             n, c = len(verdicts), sum(v["passed"] for v in verdicts)
             metrics = {f"pass@{k}": (pass_at_k(n, c, k) if n else 0.0) for k in self._reported_ks}
-            samples.append(Sample(
-                doc.id, doc.hash(), self.prompt_of(doc, ctx), [x.text for x in comps], doc.meta["test"], metrics,
-                extracted=codes,
+            samples.append(self.as_sample(doc, [comps], Scored(
+                metrics, extracted=codes, target=doc.meta["test"], prompt=self.prompt_of(doc, ctx),
                 extra={"n": n, "n_correct": c, "mode": "structured" if doc.meta.get("structured") else "program",
                        "entry_point": doc.meta["entry_point"], "results": verdicts,
-                       "finish_reasons": [x.finish_reason for x in comps]}))
+                       "finish_reasons": [x.finish_reason for x in comps]}), ctx))
         return samples
 
     def run_extra(self, samples) -> dict:

@@ -30,7 +30,7 @@ from evalkit.scoring.choices import LETTERS, extract_answer_letter, permutation,
 from evalkit.taskapi.data import DataError, DataSource, FieldError, Provenance, Record
 from evalkit.taskapi.requests import GenParams
 from evalkit.scoring.stats import mean_metric
-from evalkit.taskapi.task import Doc, GenerationTask, MultipleChoiceTask, Sample, register_task
+from evalkit.taskapi.task import Doc, GenerationTask, MultipleChoiceTask, Scored, register_task
 
 # Published by the authors in their README for dataset.zip (not a secret; it deters crawlers).
 GPQA_ZIP_PASSWORD = "deserted-untie-orchid"
@@ -203,10 +203,10 @@ class GPQADiamond(_GPQABase, MultipleChoiceTask):
             resp.append([[x.logprob, x.is_greedy] for x in chunk])
         acc = sum(correct) / len(correct)
         # the options "(A)".."(D)" have equal length, so acc_norm == acc (kept for lm-eval parity)
-        return Sample(doc.id, doc.hash(), prompts if len(prompts) > 1 else prompts[0], resp,
-                      [LETTERS[self.permuted(doc, ctx, r).gold] for r in range(self.permutations)],
-                      {"acc": acc, "acc_norm": acc}, extracted=preds,
-                      extra={"correct_by_perm": correct, "pred_letters": preds, "domain": doc.meta["domain"]})
+        return Scored({"acc": acc, "acc_norm": acc}, extracted=preds,
+                      extra={"correct_by_perm": correct, "pred_letters": preds, "domain": doc.meta["domain"]},
+                      target=[LETTERS[self.permuted(doc, ctx, r).gold] for r in range(self.permutations)],
+                      prompt=prompts if len(prompts) > 1 else prompts[0], responses=resp)
 
 
 @register_task
@@ -247,6 +247,6 @@ class GPQADiamondCoT(_GPQABase, GenerationTask):
                    "first_last_differ": sum(a.first_last_differ for a in flags) / k,
                    "no_answer": sum(a.letter is None for a in flags) / k}
         prompts = [self.prompt_of(self.permuted(doc, ctx, r), ctx) for r in range(k)]
-        return Sample(doc.id, doc.hash(), prompts if k > 1 else prompts[0], texts, golds, metrics,
-                      extracted=[a.to_dict() for a in flags],
-                      extra={"correct_by_perm": correct, "pred_letters": preds, "domain": doc.meta["domain"]})
+        return Scored(metrics, extracted=[a.to_dict() for a in flags],
+                      extra={"correct_by_perm": correct, "pred_letters": preds, "domain": doc.meta["domain"]},
+                      target=golds, prompt=prompts if k > 1 else prompts[0], responses=texts)

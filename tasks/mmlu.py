@@ -27,7 +27,7 @@ from evalkit.scoring.choices import extract_answer_letter, macro_mean, simple_ev
 from evalkit.taskapi.data import DataError, DataSource, FieldError, Provenance, Record, decoded_lines
 from evalkit.taskapi.requests import GenParams
 from evalkit.scoring.stats import mean_metric
-from evalkit.taskapi.task import Doc, GenerationTask, MultipleChoiceTask, Sample, Scored, register_task
+from evalkit.taskapi.task import Doc, GenerationTask, MultipleChoiceTask, Scored, register_task
 
 # lm-eval's mapping (tasks/mmlu/_generate_configs.py), which follows the MMLU paper's categories.
 SUBJECTS = {
@@ -240,10 +240,8 @@ class MMLU(_MMLUBase, MultipleChoiceTask):
     def score(self, doc, responses, ctx):
         lls = [r.logprob for r in responses]
         pred = max(range(4), key=lambda i: lls[i])  # choices "A".."D" all have length 1: acc_norm == acc
-        s = Sample(doc.id, doc.hash(), self.context(doc, ctx), [[r.logprob, r.is_greedy] for r in responses],
-                   LETTERS[doc.gold], {"acc": float(pred == doc.gold), "acc_norm": float(pred == doc.gold)},
-                   extracted=LETTERS[pred], extra={"subject": doc.meta["subject"], "category": doc.meta["category"]})
-        return s
+        return Scored({"acc": float(pred == doc.gold), "acc_norm": float(pred == doc.gold)}, extracted=LETTERS[pred],
+                      extra={"subject": doc.meta["subject"], "category": doc.meta["category"]}, target=LETTERS[doc.gold])
 
 
 def _make_subject_task(subject: str) -> type:

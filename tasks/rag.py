@@ -33,7 +33,7 @@ import string
 from typing import Optional
 
 from evalkit.taskapi.data import DataError, jsonl_records, require
-from evalkit.taskapi.items import Doc, Sample
+from evalkit.taskapi.items import Doc, Scored
 from evalkit.taskapi.requests import GenerateRequest, GenParams
 from evalkit.retrieval.conventions import Conventions
 from evalkit.retrieval.measures import query_measures, ranked_list
@@ -162,8 +162,8 @@ class _RagBase(GenerationTask):
                 extra["closed_book_answer"] = closed
             metrics.update({m: ret[m] for m in (f"hit@{self.k}", f"recall@{self.k}", f"mrr@{self.k}")})
             metrics.update(rag)
-            out.append(Sample(doc.id, doc.hash(), self.rag_prompt(doc), texts, doc.target, metrics,
-                              extracted=extracted, extra=extra))
+            out.append(self.as_sample(doc, resp, Scored(metrics, extracted=extracted, extra=extra,
+                                                        prompt=self.rag_prompt(doc), responses=texts), ctx))
         return out
 
     def breakdowns(self, samples):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Optional
 
 from evalkit.taskapi.data import DataError, jsonl_records
-from evalkit.taskapi.items import Doc, Sample
+from evalkit.taskapi.items import Doc, Sample, Scored
 from evalkit.scoring.metric import Metric
 from evalkit.retrieval.conventions import Conventions, parse_ks
 from evalkit.retrieval.formats import RetrievalData, read_beir
@@ -95,9 +95,9 @@ class RetrievalTask(Task):
         ranked = ranked_list({doc.id: scores}, doc.id, self.conv)
         ms = query_measures(ranked, doc.target, self.ks, self.conv)
         top = [[d, scores[d]] for d in ranked[:SHOWN]]
-        return Sample(doc.id, doc.hash(), doc.query, top, doc.target, ms,
-                      extracted=next((i + 1 for i, d in enumerate(ranked) if doc.target.get(d, 0) >= self.conv.rel_threshold), None),
-                      extra={"n_retrieved": len(scores)})
+        return self.as_sample(doc, top, Scored(
+            ms, extracted=next((i + 1 for i, d in enumerate(ranked) if doc.target.get(d, 0) >= self.conv.rel_threshold),
+                               None), extra={"n_retrieved": len(scores)}, prompt=doc.query, responses=top), None)
 
     def score_run(self, docs: list[Doc], run: dict) -> list[Sample]:
         return [self.score_query(d, run.get(d.id, {})) for d in self.counted_docs(docs, run)]

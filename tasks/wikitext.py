@@ -12,7 +12,7 @@ from pathlib import Path
 
 from evalkit.taskapi.data import DataError, DataSource, Provenance, Record, require
 from evalkit.scoring.metric import Metric
-from evalkit.taskapi.task import Doc, PerplexityTask, Sample, register_task
+from evalkit.taskapi.task import Doc, PerplexityTask, Scored, register_task
 
 _SPLIT_FILES = {"test": "test", "validation": "valid", "train": "train"}
 
@@ -98,5 +98,5 @@ class WikiText(PerplexityTask):
 
     def score(self, doc, responses, ctx):
         ll = float(responses[0])
-        return Sample(doc.id, doc.hash(), doc.query, [ll], None, {},
+        return Scored({}, target=None,
                       extra={"loglikelihood": ll, "words": doc.meta["words"], "bytes": doc.meta["bytes"]})

@@ -194,6 +194,21 @@ def test_every_writer_goes_through_the_one_builder():
     assert offenders == []
 
 
+def test_every_sample_is_built_by_the_framework():
+    """Tasks return values (``Scored``); ``evalkit.taskapi.items.make_sample`` is the one place a
+    ``Sample`` is constructed (``Sample.from_dict`` reads saved rows back)."""
+    import re
+    offenders = []
+    for folder in ("evalkit", "tasks", "judges", "dashboards"):
+        for f in (REPO / folder).rglob("*.py"):
+            rel = f.relative_to(REPO).as_posix()
+            if f.is_symlink() or rel == "evalkit/taskapi/items.py":
+                continue
+            if re.search(r"(?<![\w.])Sample\(", f.read_text(encoding="utf-8")):
+                offenders.append(rel)
+    assert offenders == []
+
+
 def test_the_dashboard_shows_schema1_records(tmp_path):
     from evalkit.dashboards.data import ResultsStore
     results = tmp_path / "results"

@@ -338,7 +338,7 @@ def test_humaneval_end_to_end_vllm(code_vllm_backend, tiny_model_dir, tmp_path):
     cfg = RunConfig(tasks=["humaneval"], limit=3, gen_overrides={"max_tokens": 64},
                     data_paths={"humaneval": str(he_dir())})
     out = evaluate(backend, cfg, NullCache(), str(tmp_path), model_spec=f"vllm:{tiny_model_dir}", progress=False)
-    t = out["run"]["tasks"]["humaneval"]
+    t = out.to_dict()["tasks"]["humaneval"]
     assert t["n_docs"] == 3 and "pass@1" in t["metrics"]
     assert t["extra"]["sandbox"]["isolation_layer"] and t["extra"]["sandbox"]["programs"] == 3
-    assert all(len(r["extra"]["results"]) == 1 for r in out["samples"]["humaneval"])
+    assert all(len(r["extra"]["results"]) == 1 for r in out.samples["humaneval"])

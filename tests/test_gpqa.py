@@ -196,7 +196,7 @@ def test_gpqa_end_to_end_on_the_tiny_model(hf_backend, tmp_path):
     cache = ResponseCache(tmp_path / "cache" / "responses.sqlite")
     out = evaluate(hf_backend, cfg, cache, str(tmp_path / "results"), progress=False)
     cache.close()
-    run = load_run(out["run"]["path"])
+    run = load_run(out.path)
     mc = run.tasks["gpqa_diamond"]
     assert mc["n_docs"] == 2 and mc["extra"]["permutations"] == 2 and len(mc["extra"]["acc_by_permutation"]) == 2
     assert sum(mc["extra"]["predicted_letter_counts"].values()) == 4
@@ -225,7 +225,7 @@ def test_gpqa_through_vllm_agrees_with_hf(vllm_backend, hf_backend):
                     task_options={"gpqa_diamond": {"permutations": 2}})
     ours = evaluate(vllm_backend, cfg, NullCache(), None, progress=False)
     ref = evaluate(hf_backend, cfg, NullCache(), None, progress=False)
-    preds = [s["extracted"] for s in ours["samples"]["gpqa_diamond"]]
-    assert preds == [s["extracted"] for s in ref["samples"]["gpqa_diamond"]] and all(len(p) == 2 for p in preds)
-    cot = ours["run"]["tasks"]["gpqa_diamond_cot"]
-    assert cot["n_docs"] == 2 and ours["run"]["model"]["backend"] == "vllm"
+    preds = [s["extracted"] for s in ours.samples["gpqa_diamond"]]
+    assert preds == [s["extracted"] for s in ref.samples["gpqa_diamond"]] and all(len(p) == 2 for p in preds)
+    cot = ours.to_dict()["tasks"]["gpqa_diamond_cot"]
+    assert cot["n_docs"] == 2 and ours.to_dict()["model"]["backend"] == "vllm"

@@ -239,7 +239,7 @@ def test_math_end_to_end_on_the_tiny_model(hf_backend, tmp_path):
     cache = ResponseCache(tmp_path / "cache" / "responses.sqlite")
     out = evaluate(hf_backend, cfg, cache, str(tmp_path / "results"), progress=False)
     cache.close()
-    run = load_run(out["run"]["path"])
+    run = load_run(out.path)
     for name in ("math500", "math"):
         t = run.tasks[name]
         assert t["n_docs"] == 2 and set(t["metrics"]) == {"math_verify", "exact_match"}
@@ -287,9 +287,9 @@ def test_math500_through_vllm(vllm_backend):
     cfg = RunConfig(tasks=["math500"], limit=3, gen_overrides={"max_tokens": 48},
                     data_paths={"math500": str(shared("math", "MATH-500"))})
     out = evaluate(vllm_backend, cfg, NullCache(), None, progress=False)
-    t = out["run"]["tasks"]["math500"]
+    t = out.to_dict()["tasks"]["math500"]
     assert t["n_docs"] == 3 and t["extra"]["judge_status"] == {"ok": 3}
-    rows = out["samples"]["math500"]
+    rows = out.samples["math500"]
     # (the third item's greedy answer is an immediate end of text, on the hf backend too)
     assert [bool(r["responses"][0].strip()) for r in rows] == [True, True, False]
     assert not any("Problem:" in r["responses"][0] for r in rows)  # cut at the stop sequence

@@ -175,7 +175,7 @@ def test_mmlu_end_to_end_one_forward_pass_per_question(hf_backend, tmp_path, mon
     out = evaluate(hf_backend, cfg, cache, str(tmp_path / "results"), progress=False)
     assert sum(rows) == 3  # 3 questions x 4 one-token choices: one row per question
     assert len(prefixes) == 1 and prefixes[0] > 50, "the subject's header and 1-shot example run once"
-    run = load_run(out["run"]["path"])
+    run = load_run(out.path)
     t = run.tasks["mmlu"]
     assert t["n_docs"] == 3 and {"acc", "acc_norm", "acc_macro", "acc_norm_macro"} <= set(t["metrics"])
     assert set(t["breakdowns"]) == {"category:stem", "subject:abstract_algebra"}
@@ -187,7 +187,7 @@ def test_mmlu_end_to_end_one_forward_pass_per_question(hf_backend, tmp_path, mon
                     gen_overrides={"max_tokens": 12})
     out = evaluate(hf_backend, cfg, cache, str(tmp_path / "results"), progress=False)
     cache.close()
-    cot = list(load_run(out["run"]["path"]).samples("mmlu_cot"))
+    cot = list(load_run(out.path).samples("mmlu_cot"))
     assert len(cot) == 2 and all(isinstance(s["extracted"], dict) for s in cot)
     assert cot[0]["prompt"][-1]["content"].startswith("Answer the following multiple choice question.")
 
@@ -206,9 +206,9 @@ def test_mmlu_through_vllm_agrees_with_hf(vllm_backend, hf_backend, tmp_path):
     from evalkit.run.runner import RunConfig, evaluate
     cfg = RunConfig(tasks=["mmlu_anatomy"], limit=4, num_fewshot=2, data_paths={"mmlu_anatomy": str(shared("mmlu"))})
     before = vllm_backend.stats.get("engine_requests", 0)
-    ours = evaluate(vllm_backend, cfg, NullCache(), None, progress=False)["samples"]["mmlu_anatomy"]
+    ours = evaluate(vllm_backend, cfg, NullCache(), None, progress=False).samples["mmlu_anatomy"]
     assert vllm_backend.stats["engine_requests"] - before == 4  # one engine request (pass) per question
-    ref = evaluate(hf_backend, cfg, NullCache(), None, progress=False)["samples"]["mmlu_anatomy"]
+    ref = evaluate(hf_backend, cfg, NullCache(), None, progress=False).samples["mmlu_anatomy"]
     assert [s["extracted"] for s in ours] == [s["extracted"] for s in ref]
     for a, b in zip(ours, ref):
         assert [x[0] for x in a["responses"]] == pytest.approx([x[0] for x in b["responses"]], abs=2e-3)

@@ -258,14 +258,14 @@ def test_wikitext_and_gsm8k_through_the_server(server, key_env, shared_data, tmp
     be = backend_for(server)
     out = evaluate(be, config, cache, str(tmp_path / "results"), model_spec=f"openai:{SERVED}", progress=False,
                    task_runs=few_docs(config))
-    run = out["run"]
+    run = out.to_dict()
     assert run["tasks"]["gsm8k"]["n_docs"] == 24
     wt = run["tasks"]["wikitext"]["metrics"]
     assert 5 < wt["word_perplexity"]["value"] < 500
     saved = Path(run["path"], "run.json").read_text()
     assert KEY not in saved
     assert json.loads(saved)["model"]["identity"]["encoding"]["source"] == be.identity()["encoding"]["source"]
-    again = evaluate(backend_for(server), config, cache, None, progress=False, task_runs=few_docs(config))["run"]
+    again = evaluate(backend_for(server), config, cache, None, progress=False, task_runs=few_docs(config)).to_dict()
     assert again["engine"].get("computed", 0) == 0
     cache.close()
 
@@ -308,12 +308,12 @@ def test_server_killed_mid_run_restart_and_resume_lose_nothing(server, key_env, 
     second.join(600)
     res = outcome["second"]
     assert not isinstance(res, BaseException), res
-    eng = res["run"]["engine"]
+    eng = res.to_dict()["engine"]
     assert eng["cached"] == kept and eng["computed"] == 12 - kept
-    got = [r["responses"] for r in res["samples"]["gsm8k"]]
-    want = [r["responses"] for r in ref["samples"]["gsm8k"]]
+    got = [r["responses"] for r in res.samples["gsm8k"]]
+    want = [r["responses"] for r in ref.samples["gsm8k"]]
     assert got == want  # nothing lost, nothing changed
-    assert res["run"]["tasks"]["gsm8k"]["metrics"] == ref["run"]["tasks"]["gsm8k"]["metrics"]
+    assert res.to_dict()["tasks"]["gsm8k"]["metrics"] == ref.to_dict()["tasks"]["gsm8k"]["metrics"]
     cache.close()
 
 

@@ -128,6 +128,6 @@ def test_ray_data_parallel_equals_single_run_and_survives_a_dead_actor(single_ru
         backend.close()
     finally:
         ray.shutdown()
-    got = comparable(Path(out["run"]["path"]))
+    got = comparable(Path(out.path))
     want = comparable(single_run)
     assert got == want

@@ -86,7 +86,7 @@ def test_every_wmt17_system_bleu_is_exact(wmt17):
     for system in (ranked[0], ranked[len(ranked) // 2], ranked[-1]):
         cfg = ScoreConfig(task="translation", predictions=str(d / system), references=[str(ref)],
                           task_options={"mt_metrics": "bleu", "bootstrap": 0})
-        got = rescore(cfg, output_dir=None)["run"]["tasks"]["translation"]["metrics"]["bleu"]["value"]
+        got = rescore(cfg, output_dir=None).to_dict()["tasks"]["translation"]["metrics"]["bleu"]["value"]
         assert got == sacrebleu.corpus_bleu(lines(d / system), [refs]).score, system
         assert round(got, 2) == table[system][0], system
 
@@ -101,7 +101,7 @@ def test_jsonl_predictions_by_id_subset_and_several_references(wmt17, tmp_path):
     ref2.write_text("".join(x + "\n" for x in lines(d / "newstest2017.online-B.0.en-de")))
     cfg = ScoreConfig(task="translation", predictions=str(path), references=[str(ref), str(ref2)],
                       task_options={"mt_metrics": "bleu+chrf", "bootstrap": 0})
-    run = rescore(cfg, output_dir=None)["run"]
+    run = rescore(cfg, output_dir=None).to_dict()
     m = run["tasks"]["translation"]["metrics"]
     order = sorted(ids)  # scored in doc order
     r1, r2 = lines(ref), lines(ref2)
@@ -114,10 +114,10 @@ def test_rescoring_a_previous_run_gives_the_same_record(wmt17, tmp_path):
     d, ref = wmt17
     first = rescore(ScoreConfig(task="translation", predictions=str(d / UEDIN), references=[str(ref)],
                                 task_options={"mt_metrics": "bleu"}, limit=500), output_dir=str(tmp_path))
-    again = rescore(ScoreConfig(task="translation", predictions=first["run"]["path"]), output_dir=None)["run"]
-    a, b = first["run"]["tasks"]["translation"], again["tasks"]["translation"]
+    again = rescore(ScoreConfig(task="translation", predictions=first.path), output_dir=None).to_dict()
+    a, b = first.to_dict()["tasks"]["translation"], again["tasks"]["translation"]
     assert a["metrics"] == b["metrics"] and b["n_docs"] == 500
-    assert again["model"]["rescored_from"] == first["run"]["run_id"]
+    assert again["model"]["rescored_from"] == first.to_dict()["run_id"]
     assert b["rescored"]["format"] == "samples" and b["rescored"]["n_docs_changed_since_run"] == 0
 
 
@@ -159,7 +159,7 @@ def test_xsum_rouge_on_saved_predictions_equals_rouge_score(tmp_path):
     path = tmp_path / "lead1.jsonl"
     path.write_text("".join(json.dumps({"id": k, "prediction": v}) + "\n" for k, v in preds.items()))
     run = rescore(ScoreConfig(task="xsum", predictions=str(path), data_path=str(shared("xsum"))),
-                  output_dir=str(tmp_path / "out"))["run"]
+                  output_dir=str(tmp_path / "out")).to_dict()
     m = run["tasks"]["xsum"]["metrics"]
     want = _rouge_direct([preds[r["id"]] for r in rows], [r["summary"] for r in rows])
     for t, vals in want.items():
@@ -266,7 +266,7 @@ def test_translation_and_xsum_end_to_end_on_tiny_model(tiny_model_dir, tmp_path,
         assert samples[0]["prompt"].endswith("\nGerman phrase:")
     # re-scoring the run's saved outputs reproduces it without the model
     for task in ("wmt22_en_de", "xsum"):
-        again = rescore(ScoreConfig(task=task, predictions=str(run.path)), output_dir=None)["run"]
+        again = rescore(ScoreConfig(task=task, predictions=str(run.path)), output_dir=None).to_dict()
         assert again["tasks"][task]["metrics"] == run.tasks[task]["metrics"]
         assert again["tasks"][task]["prompt_hash"] == run.tasks[task]["prompt_hash"]
         assert again["model"]["identity_hash"] == run.model["identity_hash"]

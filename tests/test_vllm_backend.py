@@ -198,14 +198,14 @@ def test_wikitext_and_gsm8k_end_to_end(vllm_backend, shared_data, tmp_path):
     cache = ResponseCache(tmp_path / "responses.sqlite")
     out = evaluate(vllm_backend, config, cache, str(tmp_path / "results"), model_spec="vllm:tiny",
                    progress=False, task_runs=few_docs(config))
-    run = out["run"]
+    run = out.to_dict()
     assert run["model"]["backend"] == "vllm" and run["tasks"]["gsm8k"]["n_docs"] == 24
     wt = run["tasks"]["wikitext"]["metrics"]
     assert 5 < wt["word_perplexity"]["value"] < 500 and wt["bits_per_byte"]["value"] > 0
-    rows = out["samples"]["gsm8k"]
+    rows = out.samples["gsm8k"]
     assert all(r["extra"]["finish_reason"] in ("stop", "length") for r in rows)
     assert sum(bool(r["responses"][0].strip()) for r in rows) >= 20  # the tiny model sometimes stops at once
-    again = evaluate(vllm_backend, config, cache, None, progress=False, task_runs=few_docs(config))["run"]
+    again = evaluate(vllm_backend, config, cache, None, progress=False, task_runs=few_docs(config)).to_dict()
     assert again["engine"].get("computed", 0) == 0  # everything answered from the cache
     assert again["tasks"]["wikitext"]["metrics"]["word_perplexity"]["value"] == wt["word_perplexity"]["value"]
     stats = run["backend_stats"]  # the run record carries the backend's counters

@@ -52,20 +52,20 @@ def check_task(task_name: str, data_path=None, options=None, limit=None, output=
     with tempfile.TemporaryDirectory(prefix="evalkit-canonical-") as tmp:
         path = Path(tmp) / f"canonical_{task_name}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-        out = rescore(ScoreConfig(task=task_name, predictions=str(path), data_path=data_path,
+        run = rescore(ScoreConfig(task=task_name, predictions=str(path), data_path=data_path,
                                   task_options=dict(options or {}), name="canonical", tags=["canonical"]),
                       output_dir=output)
-    samples = out["samples"][task_name]
+    samples = run.samples[task_name]
     failures = []
     for s in samples:
         for v in s["extra"]["results"]:
             if not v["passed"]:
                 failures.append({"doc_id": s["doc_id"], "status": v["status"], "error_type": v["error_type"],
                                  "error_message": v["error_message"], "failed_test": v.get("failed_test", "")})
-    entry = out["run"]["tasks"][task_name]
+    entry = run.tasks[task_name]
     return {"task": task_name, "total": len(samples), "passed": len(samples) - len({f["doc_id"] for f in failures}),
-            "failures": failures, "seconds": round(time.time() - t0, 2), "run": out["run"],
-            "isolation_layer": entry["extra"]["sandbox"].get("isolation_layer")}
+            "failures": failures, "seconds": round(time.time() - t0, 2), "run": run.to_dict(),
+            "isolation_layer": entry.extra["sandbox"].get("isolation_layer")}
 
 
 def run(args):

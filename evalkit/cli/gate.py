@@ -215,15 +215,14 @@ def run_model(spec: str, model_args: dict, config: RunConfig, cache, output: str
         config.thinking = {**config.thinking, **thinking}
     backend = make_backend(spec, model_args)
     try:
-        out = evaluate(backend, config, cache, output, model_spec=spec, model_args=model_args,
+        run = evaluate(backend, config, cache, output, model_spec=spec, model_args=model_args,
                        progress=True)  # a bar on a terminal, progress lines in CI logs
     finally:
         backend.close()
-    run = out["run"]
-    eng = run.get("engine", {})
+    eng = run.engine or {}
     print(f"gate: evaluated {spec}: {eng.get('unique', 0)} requests, {eng.get('cached', 0)} from cache, "
-          f"{eng.get('computed', 0)} computed -> {run['path']}", file=sys.stderr)
-    return run["path"]
+          f"{eng.get('computed', 0)} computed -> {run.path}", file=sys.stderr)
+    return run.path
 
 
 def register(sub):

@@ -12,6 +12,6 @@ def register(sub):
 
 
 def run(args):
-    path = merge_runs(args.runs, args.output)
-    print(f"merged {len(args.runs)} shards into {path}")
+    run = merge_runs(args.runs, args.output)
+    print(f"merged {len(args.runs)} shards into {run.path}")
     return 0

@@ -220,23 +220,23 @@ def run(args):
             reward_backend.close()
         cache.close()
     failed = 0
-    for out in outs:
-        print(format_table(out["run"]))
-        budget_warnings(out["run"])
+    for run in outs:
+        print(format_table(run.to_dict()))
+        budget_warnings(run.to_dict())
         if args.no_output:
             continue
         try:
-            out["run"]["path"] = str(write_run(args.output, out["run"], out["samples"]))
-            print(f"\nrun record: {out['run']['path']}")
+            run.path = str(write_run(args.output, run, run.samples))
+            print(f"\nrun record: {run.path}")
             if getattr(args, "lm_eval_output", None):
                 from evalkit.lm_eval_io.exporter import export_run
                 from evalkit.records import load_run
-                print(f"lm-eval files: {export_run(load_run(out['run']['path']), args.lm_eval_output)}")
+                print(f"lm-eval files: {export_run(load_run(run.path), args.lm_eval_output)}")
         except OSError as e:
             failed += 1
             print(f"evalkit run: error: could not write the run record to {args.output}: {e.strerror or e}; "
                   f"the answers are cached, so a rerun with a writable --output recomputes nothing", file=sys.stderr)
-    sinks.after_run(args, [out["run"]["path"] for out in outs if "path" in out["run"]])
+    sinks.after_run(args, [run.path for run in outs if run.path])
     return 2 if failed else 0
 
 

@@ -55,10 +55,10 @@ def run(args):
     cfg = ScoreConfig(task=args.task, predictions=args.predictions, references=args.references,
                       data_path=args.data, task_options=parse_model_args(args.task_args), seed=args.seed,
                       limit=args.limit, name=args.name, tags=args.tag, metrics=metrics)
-    out = rescore(cfg, None if args.no_output else args.output)
-    print(format_table(out["run"]))
-    if "path" in out["run"]:
-        print(f"\nrun record: {out['run']['path']}")
+    run = rescore(cfg, None if args.no_output else args.output)
+    print(format_table(run.to_dict()))
+    if run.path:
+        print(f"\nrun record: {run.path}")
     return 0
 
 

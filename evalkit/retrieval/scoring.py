@@ -15,7 +15,7 @@ from evalkit.records.provenance import file_sha256
 from evalkit.records import ModelInfo, new_run, write_run
 from evalkit.retrieval.formats import RetrievalData, check_run_against_qrels, read_qrels, read_trec_run
 from evalkit.run.config import RunConfig
-from evalkit.run.runner import score_task
+from evalkit.run.post_process import finish_task
 
 
 def build_record(task, docs: list, run: dict, model: ModelInfo, kind: str, seed: int, data_source: str,
@@ -28,7 +28,7 @@ def build_record(task, docs: list, run: dict, model: ModelInfo, kind: str, seed:
         raise DataError(f"{data_source}: no query to score (the run answers none of the judged queries)")
     config = RunConfig(tasks=[task.name], seed=seed, data_paths={task.name: data_source},
                        task_options={task.name: dict(task.options)}, tags=list(tags))
-    entry, rows = score_task(task, samples, config)
+    entry, rows = finish_task(task, samples, config)
     entry.extra.update({"run_check": _summarise(check_run_against_qrels(run, {d.id: d.target for d in docs})),
                         **(extra or {})})
     timings = {**(timings or {}), "score_s": round(time.time() - t0, 3)}

@@ -37,10 +37,12 @@ class Collected:
 
 
 def collect(backend, config: RunConfig, cache, progress=False) -> Collected:
-    """The run's plan and answer phases on one backend, then its score phase, keeping the raw answers."""
+    """The run's phases on one backend exactly as ``evaluate`` runs them (plan, answer, score,
+    post-process), keeping the raw answers."""
     p = runner.plan(config, backend)
     answers, _ = runner.answer(p, backend, cache, progress)
-    entries, rows = runner.score(p, answers)
+    p.too_long = runner.prompts_over_context(p.task_runs, backend)
+    entries, rows, _ = runner.post_process(p, runner.score(p, answers, runner.token_counter(backend)))
     out = Collected(backend.display_name, backend.name, backend.identity_hash())
     for tr in p.task_runs:
         name = tr.task.name

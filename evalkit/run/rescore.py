@@ -12,8 +12,9 @@ model. Predictions come as:
 - anything else: plain text, one prediction per line, in doc order (how MT systems ship outputs).
 
 Each doc's predictions become responses through the task's ``responses_from_predictions``; then
-the run's score phase (``runner.score_task``: the task's ``score_all``, appended metrics,
-aggregation) runs exactly as after a model run and ``records.write_run`` writes a normal run record
+the run's score and post-process phases (``evalkit.run.score.score_docs``: trace split and the
+task's ``score_all``; ``evalkit.run.post_process.finish_task``: appended metrics, aggregation,
+generation figures) run exactly as after a model run and ``records.write_run`` writes a normal run record
 (kind ``rescore``, backend ``predictions``). Tasks whose data is
 just references (the generic ``translation`` and ``summarization``) take ``references`` files, one
 reference per line, one file per reference set, through their ``docs_from_references``.
@@ -29,9 +30,10 @@ from typing import Optional, Sequence
 
 from evalkit.taskapi import registry
 from evalkit.taskapi.data import DataError, decoded_lines
-from evalkit.records import ModelInfo, RunRecord, load_run, new_run, samples_filename, write_run
+from evalkit.records import ModelInfo, Run, RunRecord, load_run, new_run, samples_filename, write_run
 from evalkit.run.config import RunConfig
-from evalkit.run.runner import score_task
+from evalkit.run.post_process import finish_task
+from evalkit.run.score import score_docs
 from evalkit.records.provenance import file_sha256 as _sha256
 
 ID_KEYS = ("doc_id", "id", "task_id")
@@ -182,8 +184,9 @@ def _carry_over(cfg: ScoreConfig, preds: Predictions) -> tuple[RunConfig, dict, 
     return old, old.task_options.get(cfg.task, {}), data, refs, preds.run.run.model
 
 
-def rescore(cfg: ScoreConfig, output_dir: Optional[str] = "results") -> dict:
-    """Score saved predictions for one task; returns {"run": record, "samples": {task: rows}}."""
+def rescore(cfg: ScoreConfig, output_dir: Optional[str] = "results") -> Run:
+    """Score saved predictions for one task; returns the typed record with its rows as ``run.samples``
+    ({task: rows}) and its folder as ``run.path`` when one was written."""
     t0 = time.time()
     registry.get_task_class(cfg.task)
     preds = read_predictions(cfg.predictions, cfg.task)
@@ -226,14 +229,9 @@ def rescore(cfg: ScoreConfig, output_dir: Optional[str] = "results") -> dict:
                        metrics=list(cfg.metrics) or list(old_cfg.metrics))
     responses = [task.responses_from_predictions(doc, p) for doc, p in pairs]
     if task.output_type == "generate":  # saved raw outputs of a reasoning model: the answer is scored
-        from evalkit.run import traces
-        from evalkit.scoring.thinking import ThinkingConfig
         config.thinking = dict(old_cfg.thinking)
-        responses, seps = traces.split_answers(responses, ThinkingConfig.from_options(config.thinking), None)
-    samples = task.score_all([d for d, _ in pairs], responses, config.context())
-    if task.output_type == "generate":
-        traces.annotate(samples, seps)
-    entry, rows = score_task(task, samples, config)
+    samples = score_docs(task, [d for d, _ in pairs], responses, config.context(), config.thinking)
+    entry, rows = finish_task(task, samples, config)
     changed = sorted(d.id for d, _ in pairs if d.id in preds.doc_hashes and preds.doc_hashes[d.id] != d.hash())
     entry.rescored = {"predictions": preds.path, "format": preds.kind, "sha256": preds.sha256,
                       "n_predictions": len(preds.by_id or preds.in_order or []), "n_scored": len(pairs),
@@ -252,4 +250,5 @@ def rescore(cfg: ScoreConfig, output_dir: Optional[str] = "results") -> dict:
                   timings={"score_s": round(time.time() - t0, 3), "total_s": round(time.time() - t0, 3)})
     if output_dir:
         run.path = str(write_run(output_dir, run, {cfg.task: rows}))
-    return {"run": run.to_dict(), "samples": {cfg.task: rows}}
+    run.samples = {cfg.task: rows}
+    return run

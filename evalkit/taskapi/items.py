@@ -1,5 +1,5 @@
 """The typed items a task works with: ``Doc`` (one evaluation item), ``Sample`` (its scored outcome,
-one line of the samples file), ``Scored`` (what a generation task's scoring returns) and
+one line of the samples file, built by ``make_sample`` only), ``Scored`` (what a task's scoring returns) and
 ``RunContext`` (the run as tasks see it)."""
 from __future__ import annotations
 
@@ -61,13 +61,27 @@ _UNSET = object()
 
 @dataclass
 class Scored:
-    """What a generation task's scoring returns: values only. The framework turns it into the
-    ``Sample`` (doc id and hash, prompt, response texts, finish reasons)."""
+    """What a task's scoring returns: values only. The framework turns it into the ``Sample`` (doc
+    id and hash, the prompt and responses as the samples file shows them, the target) through
+    ``make_sample``; a task sets ``prompt``, ``responses`` or ``target`` only where its samples
+    show something else than its shape's default."""
 
     metrics: dict
     extracted: Any = None
     extra: dict = field(default_factory=dict)
-    target: Any = _UNSET  # the sample's target; default: the doc's
+    target: Any = _UNSET     # the sample's target; default: the task's ``sample_target(doc)``
+    prompt: Any = _UNSET     # default: the task's ``sample_prompt(doc, ctx)``
+    responses: Any = _UNSET  # default: the task's ``recorded_responses(responses)``
+
+
+def make_sample(doc: Doc, scored: Scored, prompt: Any, responses: list, target: Any) -> Sample:
+    """The one place a ``Sample`` is built: the doc's id and hash, and the scored values; ``prompt``,
+    ``responses`` and ``target`` are the defaults a field of ``scored`` left unset takes."""
+    return Sample(doc_id=doc.id, doc_hash=doc.hash(),
+                  prompt=prompt if scored.prompt is _UNSET else scored.prompt,
+                  responses=responses if scored.responses is _UNSET else scored.responses,
+                  target=target if scored.target is _UNSET else scored.target,
+                  metrics=scored.metrics, extracted=scored.extracted, extra=scored.extra)
 
 
 @dataclass

@@ -43,7 +43,7 @@ from typing import ClassVar, Optional, Sequence
 
 from evalkit.scoring import metric as _metric
 from evalkit.taskapi.data import DataSource
-from evalkit.taskapi.items import _UNSET, Doc, RunContext, Sample, Scored, content_hash  # noqa: F401 (re-exported)
+from evalkit.taskapi.items import _UNSET, Doc, RunContext, Sample, Scored, content_hash, make_sample  # noqa: F401
 from evalkit.scoring.metric import Metric
 from evalkit.taskapi.requests import GenerateRequest, GenParams, LoglikelihoodRequest, RollingRequest
 from evalkit.scoring.stats import MetricValue, derive_seed
@@ -214,13 +214,37 @@ class Task:
     def requests(self, doc: Doc, ctx: RunContext) -> list:
         raise NotImplementedError
 
-    def score(self, doc: Doc, responses: list, ctx: RunContext) -> Sample:
+    def score(self, doc: Doc, responses: list, ctx: RunContext):
+        """One doc's values from its responses: a ``Scored`` (or a plain metrics dict); the framework
+        builds the ``Sample`` (``as_sample``)."""
         raise NotImplementedError
 
     def score_all(self, docs: Sequence[Doc], responses: Sequence[list], ctx: RunContext) -> list[Sample]:
         """Score every doc of the run (``responses[i]`` answers ``docs[i]``). Override to batch costly
         checks, e.g. a worker pool for math equivalence; the default scores one doc at a time."""
-        return [self.score(d, r, ctx) for d, r in zip(docs, responses)]
+        return [self.as_sample(d, r, self.score(d, r, ctx), ctx) for d, r in zip(docs, responses)]
+
+    def as_sample(self, doc: Doc, responses: list, result, ctx: Optional[RunContext]) -> Sample:
+        """The framework's side of scoring: a task's values (``Scored`` or a metrics dict) become the
+        doc's ``Sample``, with the prompt, responses and target its shape shows by default."""
+        if isinstance(result, Sample):  # a task file written before ``Scored`` builds its own
+            return result
+        s = result if isinstance(result, Scored) else Scored(dict(result))
+        return make_sample(doc, s, self.sample_prompt(doc, ctx) if s.prompt is _UNSET else None,
+                           self.recorded_responses(responses) if s.responses is _UNSET else None,
+                           self.sample_target(doc) if s.target is _UNSET else None)
+
+    def sample_prompt(self, doc: Doc, ctx: RunContext):
+        """The prompt the samples file shows (default ``prompt_of``)."""
+        return self.prompt_of(doc, ctx)
+
+    def sample_target(self, doc: Doc):
+        """The target the samples file shows (default the doc's)."""
+        return doc.target
+
+    def recorded_responses(self, responses: list) -> list:
+        """The responses as the samples file shows them (default: as answered)."""
+        return list(responses)
 
     def responses_from_predictions(self, doc: Doc, predictions: list[str]) -> list:
         """Saved outputs of one doc as the responses ``score`` takes (``evalkit score``, no model).
@@ -286,9 +310,16 @@ class MultipleChoiceTask(Task):
         lens = [len(c) for c in doc.choices]
         pred = max(range(len(lls)), key=lambda i: lls[i])
         pred_norm = max(range(len(lls)), key=lambda i: lls[i] / max(1, lens[i]))
-        return Sample(doc.id, doc.hash(), self.context(doc, ctx), [[r.logprob, r.is_greedy] for r in responses],
-                      doc.gold, {"acc": float(pred == doc.gold), "acc_norm": float(pred_norm == doc.gold)},
-                      extracted=pred)
+        return Scored({"acc": float(pred == doc.gold), "acc_norm": float(pred_norm == doc.gold)}, extracted=pred)
+
+    def sample_prompt(self, doc, ctx):
+        return self.context(doc, ctx)
+
+    def sample_target(self, doc):
+        return doc.gold
+
+    def recorded_responses(self, responses):
+        return [[r.logprob, r.is_greedy] for r in responses]
 
 
 class GenerationTask(Task):
@@ -328,8 +359,8 @@ class GenerationTask(Task):
         return [self.score_texts(d, t) for d, t in zip(docs, texts)]
 
     def score_all(self, docs, responses, ctx):
-        if type(self).score is not GenerationTask.score:  # a task file that builds its own Sample
-            return [self.score(d, r, ctx) for d, r in zip(docs, responses)]
+        if type(self).score is not GenerationTask.score:  # a task that scores a doc's responses itself
+            return [self.as_sample(d, r, self.score(d, r, ctx), ctx) for d, r in zip(docs, responses)]
         texts = [[c.text for c in r[0]] if r else [] for r in responses]
         scored = self.score_batch(docs, texts, ctx)
         return [self.sample_of(d, r, t, s, ctx) for d, r, t, s in zip(docs, responses, texts, scored)]
@@ -339,15 +370,14 @@ class GenerationTask(Task):
 
     def sample_of(self, doc: Doc, responses: list, texts: list[str], scored, ctx: RunContext) -> Sample:
         s = scored if isinstance(scored, Scored) else Scored(dict(scored))
-        extra = dict(s.extra)
+        s = Scored(s.metrics, s.extracted, dict(s.extra), s.target, s.prompt, texts if s.responses is _UNSET else s.responses)
         if responses and responses[0]:
-            extra.setdefault("finish_reason", responses[0][0].finish_reason)
-        return Sample(doc.id, doc.hash(), self.sample_prompt(doc, ctx), texts,
-                      doc.target if s.target is _UNSET else s.target, s.metrics, extracted=s.extracted, extra=extra)
+            s.extra.setdefault("finish_reason", responses[0][0].finish_reason)
+        return self.as_sample(doc, responses, s, ctx)
 
-    def sample_prompt(self, doc: Doc, ctx: RunContext):
-        """The prompt the samples file shows (default ``prompt_of``)."""
-        return self.prompt_of(doc, ctx)
+    def recorded_responses(self, responses):
+        """The completion texts of the doc's first request."""
+        return [c.text for c in responses[0]] if responses else []
 
 
 class PerplexityTask(Task):
@@ -358,6 +388,12 @@ class PerplexityTask(Task):
 
     def requests(self, doc, ctx):
         return [RollingRequest(self.rolling_text(doc))]
+
+    def sample_prompt(self, doc, ctx):
+        return self.rolling_text(doc)
+
+    def recorded_responses(self, responses):
+        return [float(r) for r in responses]
 
 
 _REGISTRY: dict[str, type] = {}

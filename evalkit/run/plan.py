@@ -1,0 +1,87 @@
+"""Phase 1 of a run, ``plan``: the tasks, their docs (the first ``limit``, this shard's share), the
+``RunContext`` and every doc's requests. Data errors surface here, before any model is loaded."""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+from evalkit.run import checks as run_checks
+from evalkit.run.config import RunConfig
+from evalkit.taskapi import registry
+from evalkit.taskapi.task import RunContext, Task
+
+
+@dataclass
+class TaskRun:
+    task: Task
+    docs: list
+    requests: list  # per doc, list of requests
+    indices: list = field(default_factory=list)  # each doc's position in the unsharded doc list
+
+
+@dataclass
+class Plan:
+    config: RunConfig
+    ctx: RunContext
+    task_runs: list
+    too_long: dict = field(default_factory=dict)  # {task: {doc position: info}}: prompts over the context
+
+    def all_requests(self) -> list:
+        return [r for tr in self.task_runs for reqs in tr.requests for r in reqs]
+
+
+def shard_of(doc_id: str, count: int) -> int:
+    """Deterministic shard of a doc: the same for every run, limit and machine."""
+    return int(hashlib.sha256(doc_id.encode()).hexdigest(), 16) % count
+
+
+def select_docs(docs: list, limit: Optional[int], shard: Optional[tuple]) -> list[tuple[int, object]]:
+    """(position, doc) pairs: the first ``limit`` docs, then this shard's share of them."""
+    pairs = list(enumerate(docs[:limit] if limit is not None else docs))
+    if shard:
+        i, n = shard
+        pairs = [(k, d) for k, d in pairs if shard_of(d.id, n) == i]
+    return pairs
+
+
+def task_limit(limit, n_docs: int) -> Optional[int]:
+    """The number of docs ``limit`` takes of a task: a count, or a fraction below 1 of the task's
+    docs rounded up (lm-eval's ``--limit 0.1``)."""
+    if limit is None:
+        return None
+    if isinstance(limit, float) and limit < 1:
+        return math.ceil(n_docs * limit)
+    return int(limit)
+
+
+def make_task(name: str, config: RunConfig) -> Task:
+    cls = registry.get_task_class(name)
+    task = cls(data_path=config.data_paths.get(name), **config.task_options.get(name, {}))
+    task.fewshot_data_path = config.fewshot_paths.get(name)
+    return task
+
+
+def load_tasks(config: RunConfig) -> list[TaskRun]:
+    """Instantiate tasks and load their docs (before any model is loaded, so data errors come first)."""
+    runs = []
+    for name in config.tasks:
+        task = make_task(name, config)
+        run_checks.check_fewshot_source(task, config.num_fewshot)
+        docs = task.eval_docs()
+        # zero docs is an error for the evaluation as a whole; one shard may hold none of a task's
+        limit = task_limit(config.limit, len(docs))
+        run_checks.require_docs(task, docs[:limit] if limit is not None else docs, config)
+        picked = select_docs(docs, limit, config.shard)
+        runs.append(TaskRun(task, [d for _, d in picked], [], [k for k, _ in picked]))
+    return runs
+
+
+def plan(config: RunConfig, backend=None, task_runs: Optional[list[TaskRun]] = None) -> Plan:
+    """Docs and requests of every task; ``backend`` renders chat templates when the run asks for them."""
+    ctx = config.context(render_chat=backend.apply_chat_template if backend is not None else None)
+    task_runs = task_runs if task_runs is not None else load_tasks(config)
+    for tr in task_runs:
+        tr.requests = [tr.task.requests(d, ctx) for d in tr.docs]
+    return Plan(config, ctx, task_runs)
