@@ -46,7 +46,7 @@ def answer(p: Plan, backend, cache, progress=True) -> tuple[dict, dict]:
 def token_counter(backend):
     """Token ids of a text by the backend's tokenizer (``text_tokenizer()`` where a backend has one
     that needs no engine, e.g. vllm), loaded on first use; None when it has no tokenizer."""
-    if type(backend).encode is Backend.encode and not hasattr(backend, "text_tokenizer"):
+    if getattr(type(backend), "encode", Backend.encode) is Backend.encode and not hasattr(backend, "text_tokenizer"):
         return None
 
     def count(text: str) -> list:
