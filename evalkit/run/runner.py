@@ -122,13 +122,13 @@ def score_task(task: Task, samples: Sequence[Sample], config: RunConfig, indices
     """Aggregate one task's scored samples into its record entry and sample rows. Appends the run's
     extra metrics (``config.metrics``) to generation tasks first; the samples given are not changed."""
     samples = list(samples)
-    appended, info = {}, {}
+    appended, info, run_declared = {}, {}, ()
     if config.metrics and task.output_type == "generate":
         from evalkit.scoring import hf_evaluate
         res = hf_evaluate.compute(task, samples, config.metrics, config.seed)
         samples = [dataclasses.replace(s, metrics={**s.metrics, **extra}) for s, extra in zip(samples, res.per_sample)]
-        appended, info = res.corpus, res.info
-    metrics = {**task.aggregate(samples, config.seed), **appended}
+        appended, info, run_declared = res.corpus, res.info, res.declared
+    metrics = {**task.aggregate(samples, config.seed, run_declared), **appended}
     rows = [s.to_dict() for s in samples]
     if indices is not None:
         for row, k in zip(rows, indices):
@@ -146,7 +146,7 @@ def score_task(task: Task, samples: Sequence[Sample], config: RunConfig, indices
         data_source=config.data_paths.get(task.name) or task.dataset.hub_path,
         metrics={k: v.to_dict() for k, v in metrics.items()},
         breakdowns={g: {k: v.to_dict() for k, v in ms.items()} for g, ms in task.breakdowns(samples).items()},
-        samples_file=samples_filename(task.name), extra=extra)
+        samples_file=samples_filename(task.name), extra=extra, declared_metrics=task.declared_metrics(run_declared))
     if task.output_type == "generate":
         from evalkit.rl.version import verifier_hash  # parity certificate with evalkit.rl's rewards
         entry.verifier_hash = verifier_hash(task.name)
