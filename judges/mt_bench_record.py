@@ -9,6 +9,7 @@ from pathlib import Path
 
 from evalkit.arena import write_battles
 from evalkit.records import ModelInfo, TaskEntry, new_run, write_run
+from evalkit.scoring.metric import MetricDeclarationError
 from evalkit.taskapi.items import Scored, make_sample
 from evalkit.taskapi.task import Doc, content_hash
 from evalkit.tasks.mt_bench import MTBench, temperature_for
@@ -45,7 +46,7 @@ def build_record(c, backend, docs, answers, refs, ref_info, single, pairs, judge
     mine = [p for p in pairs if c.name in (p.model_1, p.model_2)]
     for p in mine:
         pq[p.qid].append(p.to_dict())
-    rows = []
+    rows, samples = [], []
     for d in docs:
         a = answers[d.id]
         s = make_sample(d, Scored(per_q.get(d.id, {}), extracted={"scores": [j["value"] for j in by_q.get(d.id, [])]},
@@ -53,6 +54,12 @@ def build_record(c, backend, docs, answers, refs, ref_info, single, pairs, judge
                                          "judgments": by_q.get(d.id, []), "pairwise": pq.get(d.id, [])}),
                         prompt=d.meta["turns"], responses=a, target=refs.get(d.id))
         rows.append(s.to_dict())
+        samples.append(s)
+    task = MTBench()
+    task.metric_objects(samples)  # every per-question metric is one the task declares
+    undeclared = sorted(set(metrics) - {m["name"] for m in task.declared_metrics()})
+    if undeclared:
+        raise MetricDeclarationError(f"task {TASK}: metric {', '.join(map(repr, undeclared))} is not declared")
     lengths = {(d.id, t + 1): len(answers[d.id][t]) for d in docs for t in range(len(answers[d.id]))}
     judge_figs = dict(judge_info)
     if single:
@@ -72,7 +79,7 @@ def build_record(c, backend, docs, answers, refs, ref_info, single, pairs, judge
         data_source=cfg.data_path or MTBench.dataset.hub_path,
         metrics={k: v.to_dict() for k, v in metrics.items()},
         breakdowns={g: {k: v.to_dict() for k, v in ms.items()} for g, ms in breakdowns.items()},
-        samples_file=f"samples_{TASK}.jsonl",
+        samples_file=f"samples_{TASK}.jsonl", declared_metrics=task.declared_metrics(),
         extra={"judge": judge_figs, "templates": templates.describe(), "references": ref_info,
                "temperatures": {cat: temperature_for(Doc("", "", meta={"category": cat}))
                                 for cat in dict.fromkeys(d.meta["category"] for d in docs)},

@@ -32,6 +32,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import ClassVar, Optional, Sequence
 
+from evalkit.scoring.metric import Metric
 from evalkit.scoring.passk import parse_ks, pass_at_k
 from evalkit.taskapi.requests import Completion
 from evalkit.taskapi.task import Doc, GenerationTask, RunContext, Sample, Scored
@@ -161,6 +162,8 @@ class CodeTask(GenerationTask):
         if gen:
             self.gen_params = replace(self.gen_params, **gen)
         self.ks = parse_ks(options.get("k", self.default_k))
+        # pass@k is reported when every problem has at least k completions (pass@1 always)
+        self.metrics = tuple(Metric(f"pass@{k}", required=(k == 1)) for k in self.ks)
         self.timeout = float(options.get("timeout", type(self).timeout))
         self.workers = int(options.get("workers", default_workers()))
         if self.timeout <= 0 or self.workers < 1:

@@ -29,6 +29,7 @@ from typing import Iterable
 from evalkit.scoring.choices import LETTERS, extract_answer_letter, permutation, simple_evals_prompt
 from evalkit.taskapi.data import DataError, DataSource, FieldError, Provenance, Record
 from evalkit.taskapi.requests import GenParams
+from evalkit.scoring.metric import Metric
 from evalkit.scoring.stats import mean_metric
 from evalkit.taskapi.task import Doc, GenerationTask, MultipleChoiceTask, Scored, register_task
 
@@ -176,6 +177,7 @@ class GPQADiamond(_GPQABase, MultipleChoiceTask):
     dataset = gpqa_source("gpqa_diamond")
     eval_split = "test"
     num_fewshot = 0
+    metrics = (Metric("acc"), Metric("acc_norm"))
 
     def doc_to_text(self, doc):
         opts = "".join(f"\n({LETTERS[i]}) {c}" for i, c in enumerate(doc.choices))
@@ -218,7 +220,8 @@ class GPQADiamondCoT(_GPQABase, GenerationTask):
     eval_split = "test"
     num_fewshot = 0
     gen_params = GenParams(max_tokens=2048, temperature=0.0)
-    higher_is_better = {"first_last_differ": False, "no_answer": False}
+    metrics = (Metric("acc"), Metric("first_last_differ", higher_is_better=False),
+               Metric("no_answer", higher_is_better=False))
 
     def build_prompt_text(self, doc, ctx):
         if ctx.num_fewshot:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from evalkit.scoring.answers import FLEXIBLE_NUMBER, INVALID, lm_eval_exact_match, numbers_equal, regex_extract
+from evalkit.scoring.metric import Metric
 from evalkit.taskapi.data import DataSource, require
 from evalkit.taskapi.requests import GenParams
 from evalkit.taskapi.task import Doc, GenerationTask, Scored, register_task
@@ -65,6 +66,7 @@ class GSM8K(GenerationTask):
     fewshot_sampler = "first_n"
     gen_params = GenParams(max_tokens=256, temperature=0.0, stop=("Question:", "</s>", "<|im_end|>"))
     strict_pattern = re.compile(r"#### (\-?[0-9\.\,]+)")
+    metrics = (Metric("exact_match_strict"), Metric("exact_match_flexible"), Metric("exact_match_numeric"))
 
     def record_to_doc(self, record, index):
         q, a = require(record, "question"), require(record, "answer")

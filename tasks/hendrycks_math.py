@@ -31,6 +31,7 @@ from evalkit.taskapi.data import DataError, DataSource, FieldError, Provenance, 
 from evalkit.scoring.math_equivalence import (INVALID_ANSWER, JudgeItem, boxed_answer, extract_answer, get_unnormalized_answer,
                                       judge_many, judge_one, minerva_gold, normalize_final_answer)
 from evalkit.taskapi.requests import GenParams
+from evalkit.scoring.metric import Metric
 from evalkit.scoring.stats import derive_seed, mean_metric
 from evalkit.taskapi.task import Doc, GenerationTask, Scored, register_task
 
@@ -122,6 +123,7 @@ class HendrycksMath(GenerationTask):
     fewshot_delimiter = "\n\n"
     target_delimiter = " "
     gen_params = MINERVA_PARAMS
+    metrics = (Metric("math_verify"), Metric("exact_match"))
     #: the worker-side judge (default: math-verify and minerva; RL rewards may judge math-verify only)
     judge_fn = None
 

@@ -26,6 +26,7 @@ from typing import Iterable
 from evalkit.scoring.choices import extract_answer_letter, macro_mean, simple_evals_prompt
 from evalkit.taskapi.data import DataError, DataSource, FieldError, Provenance, Record, decoded_lines
 from evalkit.taskapi.requests import GenParams
+from evalkit.scoring.metric import Metric, MetricGroup
 from evalkit.scoring.stats import mean_metric
 from evalkit.taskapi.task import Doc, GenerationTask, MultipleChoiceTask, Scored, register_task
 
@@ -166,12 +167,6 @@ class _MMLUBase:
     def _metric_names(self, samples):
         return [m for m in samples[0].metrics if m in self.grouped_metrics] if samples else []
 
-    def aggregate(self, samples, seed):
-        out = super().aggregate(samples, seed)
-        for m in self._metric_names(samples):
-            out[f"{m}_macro"] = macro_mean(_by(samples, "subject", m), self.higher_is_better.get(m, True))
-        return out
-
     def breakdowns(self, samples):
         out = {}
         names = self._metric_names(samples)
@@ -183,7 +178,7 @@ class _MMLUBase:
                 continue
             group = {}
             for m in names:
-                hib = self.higher_is_better.get(m, True)
+                hib = self.higher_is_better_of(m)
                 group[m] = mean_metric([s.metrics[m] for s in cats[cat]], hib)
                 group[f"{m}_macro"] = macro_mean(_by(cats[cat], "subject", m), hib)
             out[f"category:{cat}"] = group
@@ -192,8 +187,16 @@ class _MMLUBase:
             subjects[s.extra["subject"]].append(s)
         for subject in sorted(subjects):
             out[f"subject:{subject}"] = {m: mean_metric([s.metrics[m] for s in subjects[subject]],
-                                                        self.higher_is_better.get(m, True)) for m in names}
+                                                        self.higher_is_better_of(m)) for m in names}
         return out
+
+
+def macro_group(names: tuple) -> MetricGroup:
+    """``<m>_macro`` for each of ``names``: the unweighted mean over subjects of the per-subject means,
+    with the stratified analytic interval of ``macro_mean`` (no bootstrap); none without samples."""
+    def estimate(samples):
+        return {f"{m}_macro": macro_mean(_by(samples, "subject", m)) for m in names} if samples else {}
+    return MetricGroup("macro", tuple(f"{m}_macro" for m in names), True, estimate=estimate)
 
 
 def _by(samples, key, metric) -> dict:
@@ -218,6 +221,7 @@ class MMLU(_MMLUBase, MultipleChoiceTask):
     fewshot_split = "dev"
     num_fewshot = 5
     grouped_metrics = ("acc", "acc_norm")
+    metrics = (Metric("acc"), Metric("acc_norm"), macro_group(grouped_metrics))
 
     def doc_to_text(self, doc):
         opts = "".join(f"\n{LETTERS[i]}. {c}" for i, c in enumerate(doc.choices))
@@ -270,7 +274,8 @@ class MMLUCoT(_MMLUBase, GenerationTask):
     num_fewshot = 0
     gen_params = GenParams(max_tokens=2048, temperature=0.0)
     grouped_metrics = ("acc",)
-    higher_is_better = {"first_last_differ": False, "no_answer": False}
+    metrics = (Metric("acc"), Metric("first_last_differ", higher_is_better=False),
+               Metric("no_answer", higher_is_better=False), macro_group(grouped_metrics))
 
     def build_prompt_text(self, doc, ctx):
         if ctx.num_fewshot:

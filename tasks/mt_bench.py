@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Optional
 
 from evalkit.taskapi.data import DataError, DataSource, FieldError, read_records, require
+from evalkit.scoring.metric import Metric
 from evalkit.taskapi.task import Doc, Task, register_task
 
 NEED_REF_CATS = ("math", "reasoning", "coding")
@@ -51,6 +52,10 @@ class MTBench(Task):
     dataset = MT_BENCH_DATA
     eval_split = "test"
     output_type = "judged"
+    #: judge scores (1-10) or reward-model rewards, overall and per turn, and the pairwise win rate;
+    #: which of them a record holds depends on the grading modes (``evalkit mt-bench --modes``)
+    metrics = tuple(Metric(n, required=False) for r in ("score", "reward")
+                    for n in (r, f"{r}_turn1", f"{r}_turn2")) + (Metric("win_rate", required=False),)
 
     def record_to_doc(self, record, index):
         qid = require(record, "question_id", (int, str))

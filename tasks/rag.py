@@ -38,6 +38,7 @@ from evalkit.taskapi.requests import GenerateRequest, GenParams
 from evalkit.retrieval.conventions import Conventions
 from evalkit.retrieval.measures import query_measures, ranked_list
 from evalkit.retrieval.rag_context import RETRIEVAL_OPTIONS, RagRetrieval, retrieve_contexts
+from evalkit.scoring.metric import Metric
 from evalkit.scoring.stats import mean_metric
 from evalkit.taskapi.task import GenerationTask, register_task
 from evalkit.tasks.gsm8k import GSM8K, GSM8K_DATA
@@ -57,6 +58,8 @@ class _RagBase(GenerationTask):
     gen_params = GenParams(max_tokens=32, temperature=0.0, stop=("\n", "<|im_end|>", "</s>"))
     passages_header = "Passages:"
     own_options: tuple = ("k", "closed_book", "doc_chars", "limit_corpus", "split", "order")
+    #: what ``answer_metrics`` gives besides ``answer_accuracy`` (declared with the retrieval measures)
+    answer_metric_names: tuple = ()
     known_options: tuple = own_options + RETRIEVAL_OPTIONS  # what --task-args may name (checked up front)
 
     def __init__(self, data_path: Optional[str] = None, **options):
@@ -76,6 +79,11 @@ class _RagBase(GenerationTask):
             raise ValueError(f"task {self.name}: order={self.order!r}: expected best_last (the best passage next "
                              "to the question, the default) or best_first")
         self.retrieval = RagRetrieval.from_options({"depth": max(self.k, 10), **options})
+        # the closed-book answer is there when the run asked the question without passages too
+        self.metrics = (Metric("answer_accuracy"),
+                        *((Metric("closed_book_accuracy", required=False),) if self.closed_book else ()),
+                        *(Metric(f"{m}@{self.k}") for m in ("hit", "recall", "mrr")),
+                        *(Metric(m) for m in self.answer_metric_names))
         self.conv = Conventions()
         self._corpus: Optional[dict] = None
         self._run: Optional[dict] = None
@@ -185,6 +193,7 @@ class RagGeneric(_RagBase):
     description = ("RAG over a BEIR folder whose queries carry 'answers': retrieve top-k, generate, normalised "
                    "exact/contains match beside hit@k and the closed-book answer")
     own_options = _RagBase.own_options + ("match",)
+    answer_metric_names = ("exact_match", "contains_match")
     known_options = own_options + RETRIEVAL_OPTIONS
 
     def __init__(self, data_path=None, **options):
@@ -230,6 +239,7 @@ class RagGSM8K(_RagBase):
     dataset = GSM8K_DATA
     passages_header = "Worked solutions of math problems:"
     gen_params = GenParams(max_tokens=16, temperature=0.0, stop=("\n", "<|im_end|>", "</s>"))
+    answer_metric_names = ("exact_match_strict", "exact_match_flexible")  # GSM8K's, numeric is answer_accuracy
 
     def question_text(self, doc):
         # the answer prefix is in the prompt: the model writes the number, the verifier reads "#### N"

@@ -33,6 +33,7 @@ from evalkit.tasks.translation import (
 )
 
 from evalkit.taskapi.data import DataError, DataSource, Provenance, Record
+from evalkit.scoring.metric import Metric
 from evalkit.scoring.text_metrics import ROUGE_TYPES, RougeMetrics, as_references
 from evalkit.taskapi.requests import GenParams
 from evalkit.taskapi.task import Doc, Scored, register_task
@@ -70,7 +71,8 @@ class SummarizationTask(ReferenceTextTask):
     gen_params = GenParams(max_tokens=128, temperature=0.0, stop=("###",))
     target_delimiter = ""
     fewshot_delimiter = "\n\n"
-    higher_is_better = {t: True for t in ROUGE_TYPES}
+    #: ROUGE F-measures per sample, reported as their means
+    metrics = tuple(Metric(t) for t in ROUGE_TYPES)
 
     def __init__(self, data_path=None, **options):
         super().__init__(data_path, **options)

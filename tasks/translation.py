@@ -30,8 +30,6 @@ from functools import partial
 from pathlib import Path
 from typing import ClassVar, Optional
 
-import numpy as np
-
 from evalkit.taskapi.data import (
     DataError,
     DataSource,
@@ -42,7 +40,6 @@ from evalkit.taskapi.data import (
 )
 from evalkit.scoring.text_metrics import (
     BLEU_TOKENIZER_FOR,
-    MT_HIGHER_IS_BETTER,
     MT_METRICS,
     SacreBLEUMetrics,
     as_references,
@@ -161,7 +158,6 @@ class TranslationTask(ReferenceTextTask):
     gen_params = GenParams(max_tokens=256, temperature=0.0, stop=("\n",))
     target_delimiter = " "
     fewshot_delimiter = "\n\n"
-    higher_is_better = dict(MT_HIGHER_IS_BETTER)
     bootstrap_replicates: ClassVar[int] = 1000
 
     def __init__(self, data_path=None, **options):
@@ -177,6 +173,8 @@ class TranslationTask(ReferenceTextTask):
         names = parse_metric_list(options.get("mt_metrics", "+".join(MT_METRICS)), MT_METRICS)
         self.mt = SacreBLEUMetrics(names, bleu=bleu, chrf=chrf)
         self.replicates = int(options.get("bootstrap", self.bootstrap_replicates))
+        # one computation (the summed sufficient statistics) gives every chosen metric, one bootstrap
+        self.metrics = (self.mt.group(self.replicates),)
 
     # ---- data ----
     def record_to_doc(self, record, index):
@@ -230,13 +228,6 @@ class TranslationTask(ReferenceTextTask):
         hyp = self.hypothesis(text)
         refs = as_references(doc.target)
         return Scored({}, extracted=hyp, target=refs, extra={"sacrebleu": self.mt.segment_stats(hyp, refs)})
-
-    def aggregate(self, samples, seed):
-        out = super().aggregate(samples, seed)
-        stats = {n: (np.array([s.extra["sacrebleu"][n] for s in samples], dtype=float) if samples
-                     else np.zeros((0, 1))) for n in self.mt.names}
-        out.update(self.mt.aggregate(stats, derive_seed(seed, self.name, "sacrebleu", "bootstrap"), self.replicates))
-        return out
 
     def run_extra(self, samples):
         extra = super().run_extra(samples)

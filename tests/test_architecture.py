@@ -101,6 +101,38 @@ def test_modules_stay_small():
     assert big == []
 
 
+# ---- metrics: declared by every built-in task --------------------------------------------------
+LOWER_IS_BETTER = {"word_perplexity", "byte_perplexity", "bits_per_byte", "ter", "no_answer", "first_last_differ"}
+
+
+def test_every_builtin_task_declares_its_metrics():
+    """Each registered built-in task declares its own Metric/MetricGroup objects (no legacy class
+    dicts, no aggregate override), each name once, with the right direction; what samples carry is
+    checked against it at aggregation (tests/test_metric_declarations.py scores the cheap ones)."""
+    from evalkit.taskapi import registry
+    from evalkit.taskapi.task import Task
+    problems, lower = [], set()
+    builtin = {n: c for n, c in registry.all_tasks().items() if c.__module__.startswith("evalkit.tasks.")}
+    assert len(builtin) > 13
+    for name, cls in builtin.items():
+        task = cls()
+        declared = task.declared_metrics()
+        names = [m["name"] for m in declared]
+        if not declared or not task.declares_metrics():
+            problems.append(f"{name}: declares no metrics of its own")
+        if len(set(names)) != len(names):
+            problems.append(f"{name}: a metric declared twice in {names}")
+        if cls.higher_is_better or cls.corpus_metrics:
+            problems.append(f"{name}: uses the older higher_is_better/corpus_metrics dicts")
+        if cls.aggregate is not Task.aggregate:
+            problems.append(f"{name}: overrides aggregate (declare a MetricGroup)")
+        if any(not isinstance(m["higher_is_better"], bool) or m["level"] not in ("sample", "corpus") for m in declared):
+            problems.append(f"{name}: malformed declaration {declared}")
+        lower |= {m["name"] for m in declared if not m["higher_is_better"]}
+    assert problems == []
+    assert lower == LOWER_IS_BETTER
+
+
 # ---- the run record ----------------------------------------------------------------------------
 def test_shipped_schema_is_generated_from_the_dataclasses():
     from evalkit.records import schema as record_schema

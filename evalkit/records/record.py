@@ -131,10 +131,13 @@ class TaskEntry(_Typed):
     verifier_hash: Optional[str] = None      # parity certificate with evalkit.rl's rewards for this task
     grpo: Optional[dict] = None              # GRPO group figures with CIs (runs with G > 1 responses per item)
     budget: Optional[dict] = None            # generation budgets from the samples (evalkit.scoring.budgets)
+    #: what the task declares it reports: [{name, higher_is_better, level, group}] (Task.declared_metrics)
+    declared_metrics: Optional[list] = None
     other: dict = field(default_factory=dict)
 
     OMIT_IF_NONE: typing.ClassVar[tuple] = ("samples_file", "rescored", "ratings", "battles_file",
-                                            "truncated_prompts", "verifier_hash", "grpo", "best_of_n", "budget")
+                                            "truncated_prompts", "verifier_hash", "grpo", "best_of_n", "budget",
+                                            "declared_metrics")
 
 
 @dataclass

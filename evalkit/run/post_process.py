@@ -15,6 +15,7 @@ rows. Every path that produces a task entry runs the same steps, in this order: 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from evalkit.records import TaskEntry, samples_filename
@@ -23,27 +24,38 @@ from evalkit.run.config import RunConfig
 from evalkit.taskapi.task import Sample, Task, content_hash
 
 
-def appended_metrics(task: Task, samples: list[Sample], config: RunConfig) -> tuple[list[Sample], dict, dict]:
-    """(samples with the appended per-sample values, corpus figures, what was computed and how)."""
+@dataclass
+class Appended:
+    """What the run's extra metrics added: corpus figures, how they were computed, their declarations."""
+
+    corpus: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+    declared: tuple = ()
+
+
+def appended_metrics(task: Task, samples: list[Sample], config: RunConfig) -> tuple[list[Sample], Appended]:
+    """(samples with the appended per-sample values, what was appended)."""
     if not config.metrics or task.output_type != "generate":
-        return samples, {}, {}
+        return samples, Appended()
     from evalkit.scoring import hf_evaluate
     res = hf_evaluate.compute(task, samples, config.metrics, config.seed)
     samples = [dataclasses.replace(s, metrics={**s.metrics, **extra}) for s, extra in zip(samples, res.per_sample)]
-    return samples, res.corpus, res.info
+    return samples, Appended(res.corpus, res.info, tuple(res.declared))
 
 
 def task_entry(task: Task, samples: list[Sample], config: RunConfig, indices: Optional[Sequence[int]] = None,
-               appended: Optional[dict] = None, info: Optional[dict] = None) -> tuple[TaskEntry, list[dict]]:
-    """The task's record entry and sample rows: metrics with CIs, breakdowns, extra figures, hashes."""
-    metrics = {**task.aggregate(samples, config.seed), **(appended or {})}
+               appended: Optional[Appended] = None) -> tuple[TaskEntry, list[dict]]:
+    """The task's record entry and sample rows: its declared metrics with CIs (checked against what
+    the samples carry), breakdowns, extra figures, hashes, and the declarations themselves."""
+    appended = appended or Appended()
+    metrics = {**task.aggregate(samples, config.seed, appended.declared), **appended.corpus}
     rows = [s.to_dict() for s in samples]
     if indices is not None:
         for row, k in zip(rows, indices):
             row["doc_index"] = k
     extra = dict(task.run_extra(samples))
-    if info:
-        extra["evaluate"] = info
+    if appended.info:
+        extra["evaluate"] = appended.info
     entry = TaskEntry(
         version=task.version, description=task.description, output_type=task.output_type,
         config=task.config_fingerprint(),
@@ -54,7 +66,8 @@ def task_entry(task: Task, samples: list[Sample], config: RunConfig, indices: Op
         data_source=config.data_paths.get(task.name) or task.dataset.hub_path,
         metrics={k: v.to_dict() for k, v in metrics.items()},
         breakdowns={g: {k: v.to_dict() for k, v in ms.items()} for g, ms in task.breakdowns(samples).items()},
-        samples_file=samples_filename(task.name), extra=extra)
+        samples_file=samples_filename(task.name), extra=extra,
+        declared_metrics=task.declared_metrics(appended.declared))
     return entry, rows
 
 
@@ -80,8 +93,8 @@ GENERATION_STEPS: tuple[Callable, ...] = (verifier_certificate, group_figures, b
 def finish_task(task: Task, samples: Sequence[Sample], config: RunConfig, indices: Optional[Sequence[int]] = None,
                 too_long: Optional[dict] = None) -> tuple[TaskEntry, list[dict]]:
     """Steps 1-4 for one task: its record entry and sample rows from its scored samples."""
-    samples, appended, info = appended_metrics(task, list(samples), config)
-    entry, rows = task_entry(task, samples, config, indices, appended, info)
+    samples, appended = appended_metrics(task, list(samples), config)
+    entry, rows = task_entry(task, samples, config, indices, appended)
     if task.output_type == "generate":
         for step in GENERATION_STEPS:
             step(task, entry, rows, config)

@@ -1,6 +1,7 @@
 """Scoring: metrics as objects and the numbers behind them.
 
-- ``metric``: ``Metric`` and grouped metrics a task declares; ``stats``: uncertainty for every number.
+- ``metric``: ``Metric`` and ``MetricGroup`` (one corpus computation, several names) a task declares,
+  checked against its samples (``MetricDeclarationError``); ``stats``: uncertainty for every number.
 - ``answers``, ``choices``, ``math_equivalence``: answer extraction and matching.
 - ``passk``, ``best_of_n``, ``step_agg``, ``budgets``: figures over samples.
 - ``thinking``: separating a reasoning trace from its answer.

@@ -13,8 +13,10 @@ default the first response and the target). Its outputs become:
 - a list with one number per sample: a per-sample metric ``<name>_<key>``, added to each sample's
   metrics (the run builds new samples; nothing is changed in place) and reported as their mean
   with the analytic stderr;
-- a number: a corpus-level metric ``<name>_<key>`` with a seeded bootstrap over samples that
-  recomputes it (stderr = standard deviation of the replicates, CI = their 2.5/97.5 percentiles);
+- a number: a corpus-level metric ``<name>_<key>``. The numbers of one spec are one
+  ``MetricGroup`` (``evalkit.scoring.metric``): the same seeded bootstrap over samples as every
+  corpus metric, one ``compute`` per replicate for all of them (stderr = standard deviation of the
+  replicates, CI = their 2.5/97.5 percentiles; seed from the run seed, the task and the spec text);
 - anything else (hash codes, per-order precisions, ...): kept under the task's ``extra``.
 
 A list whose length only happens to equal the number of samples (BLEU's four n-gram precisions on
@@ -31,7 +33,7 @@ from typing import Sequence
 
 import numpy as np
 
-from evalkit.scoring.stats import MetricValue, derive_seed
+from evalkit.scoring.metric import Metric, MetricGroup
 
 PREFIX = "evaluate:"
 DEFAULT_REPLICATES = 200
@@ -135,11 +137,14 @@ def _jsonable(v):
 
 @dataclass
 class EvaluateResult:
-    """Per-sample values (one dict per sample, in order), corpus-level MetricValues, other outputs."""
+    """Per-sample values (one dict per sample, in order), corpus-level MetricValues, other outputs,
+    and the declarations of what was appended (``Metric`` per per-sample name, a ``MetricGroup``
+    per spec's corpus outputs) for the task's aggregation and the record."""
 
     per_sample: list
     corpus: dict
     info: dict
+    declared: tuple = ()
 
 
 def compute(task, samples: Sequence, specs, seed: int) -> EvaluateResult:
@@ -152,7 +157,8 @@ def compute(task, samples: Sequence, specs, seed: int) -> EvaluateResult:
     preds = [p for p, _ in inputs]
     single = all(len(r) == 1 for _, r in inputs)
     refs = [r[0] for _, r in inputs] if single else [r for _, r in inputs]
-    corpus, info = {}, {}
+    corpus, info, declared = {}, {}, []
+    hib = getattr(task, "higher_is_better_of", lambda name: True)
     n = len(samples)
     for spec in parse_specs(specs):
         module = load(spec.name)
@@ -171,33 +177,28 @@ def compute(task, samples: Sequence, specs, seed: int) -> EvaluateResult:
         for k in keys:
             for row, v in zip(per_sample, result[k]):
                 row[f"{spec.label}_{k}"] = float(v)
-        corpus.update(_bootstrap(task, spec, run, result, scalars, n, seed))
+        declared.extend(Metric(f"{spec.label}_{k}", bool(hib(f"{spec.label}_{k}"))) for k in keys)
+        if scalars:
+            group = corpus_group(spec, scalars, run, hib)
+            declared.append(group)
+            # the group resamples sample positions; ``full`` is the result on all of them, computed above
+            corpus.update(group.aggregate(range(n), seed, getattr(task, "name", ""),
+                                          full={group.names[i]: result[k] for i, k in enumerate(scalars)}))
         rest = {k: _jsonable(v) for k, v in result.items() if k not in keys and k not in scalars}
         if rest:
             info[spec.label] = rest
-    return EvaluateResult(per_sample, corpus, info)
+    return EvaluateResult(per_sample, corpus, info, tuple(declared))
 
 
-def _bootstrap(task, spec, compute, result, keys, n, seed) -> dict[str, MetricValue]:
-    """Corpus-level outputs: value on all samples, CI from recomputing on resampled samples."""
-    hib = getattr(task, "higher_is_better_of", lambda name: True)
+def corpus_group(spec: EvaluateSpec, keys: Sequence[str], run, hib) -> MetricGroup:
+    """The corpus-level outputs of one spec as one group: one ``compute`` per bootstrap replicate
+    gives all of them. Named after the spec text, so its bootstrap seed is the one it always had
+    (run seed, task, spec text)."""
     names = {k: f"{spec.label}_{k}" for k in keys}
-    out = {names[k]: MetricValue(float(result[k]), None, None, None, n, "corpus", hib(names[k]))
-           for k in keys}
-    if not keys or n < 2 or spec.replicates < 2:
-        return out
-    rng = np.random.default_rng(derive_seed(seed, getattr(task, "name", ""), spec.text, "bootstrap"))
-    reps = {k: [] for k in keys}
-    for _ in range(spec.replicates):
-        res = compute(rng.integers(0, n, n).tolist())
-        for k in keys:
-            if _is_number(res.get(k)) and math.isfinite(float(res[k])):
-                reps[k].append(float(res[k]))
-    for k in keys:
-        r = np.asarray(reps[k])
-        if len(r) >= 2:
-            lo, hi = np.percentile(r, [2.5, 97.5])
-            m = out[names[k]]
-            out[names[k]] = MetricValue(m.value, float(r.std(ddof=1)), float(lo), float(hi), n, "corpus",
-                                        m.higher_is_better)
-    return out
+
+    def compute(idx):
+        res = run(list(idx))
+        return {names[k]: res.get(k) for k in keys}
+
+    return MetricGroup(spec.text, tuple(names.values()), {v: bool(hib(v)) for v in names.values()}, compute,
+                       spec.replicates)

@@ -22,7 +22,8 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from evalkit.scoring.stats import MetricValue, bootstrap_corpus
+from evalkit.scoring.metric import MetricGroup
+from evalkit.scoring.stats import MetricValue, bootstrap_group
 
 MT_METRICS = ("bleu", "chrf", "ter")
 MT_HIGHER_IS_BETTER = {"bleu": True, "chrf": True, "ter": False}
@@ -89,19 +90,27 @@ class SacreBLEUMetrics:
             out[name] = metric.get_signature().format()
         return out
 
+    def scores(self, stats: Mapping[str, np.ndarray]) -> dict[str, float]:
+        """Every metric's corpus score from its per-segment statistics (``stats[name]``: n x k)."""
+        return {name: self.score_from_stats(name, np.asarray(stats[name], dtype=float).sum(0)) for name in self.names}
+
     def aggregate(self, stats: Mapping[str, np.ndarray], seed: int, replicates: int = 1000) -> dict[str, MetricValue]:
         """Corpus score of each metric with a segment bootstrap CI.
 
-        ``stats[name]`` is an (n_segments, k) array. All metrics use the same seed, so they see the
-        same resamples (paired, as in sacrebleu's paired bootstrap).
+        ``stats[name]`` is an (n_segments, k) array. All metrics see the same resamples (paired, as
+        in sacrebleu's paired bootstrap): one ``bootstrap_group`` over the rows of every table.
         """
-        out = {}
-        for name in self.names:
-            table = np.asarray(stats[name], dtype=float)
-            out[name] = bootstrap_corpus(
-                range(len(table)), lambda idx, t=table, n=name: self.score_from_stats(n, t[np.asarray(idx)].sum(0)),
-                seed, replicates=replicates, higher_is_better=MT_HIGHER_IS_BETTER[name])
-        return out
+        table = {name: np.asarray(stats[name], dtype=float) for name in self.names}
+        return bootstrap_group(table, self.scores, self.names, seed, replicates,
+                               {n: MT_HIGHER_IS_BETTER[n] for n in self.names})
+
+    def group(self, replicates: int = 1000, name: str = "sacrebleu") -> MetricGroup:
+        """The chosen metrics as one group over samples whose ``extra["sacrebleu"][metric]`` holds a
+        segment's statistics (the translation tasks); bootstrap seeded by run seed, task and ``name``."""
+        def items(samples):
+            return {n: np.array([s.extra["sacrebleu"][n] for s in samples], dtype=float) for n in self.names}
+        return MetricGroup(name, self.names, {n: MT_HIGHER_IS_BETTER[n] for n in self.names}, self.scores,
+                           replicates, items=items)
 
 
 class RougeMetrics:

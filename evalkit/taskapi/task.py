@@ -3,8 +3,9 @@
 A task says where its data comes from (``dataset``), how a record becomes a typed ``Doc``
 (``record_to_doc``), how a prompt is built (zero/few-shot, optional chat template), which requests
 it makes (``requests``), how one sample is scored (``score``: sample-level values) and which
-metrics it reports (``metrics``: ``Metric`` objects, sample or corpus level, the latter with a
-bootstrap CI).
+metrics it reports (``metrics``: ``Metric`` objects, sample or corpus level, and ``MetricGroup``s,
+one corpus computation giving several names, with a bootstrap CI). Declarations are checked: a
+sample metric the task does not declare, or a declared one no sample carries, is an error.
 Aggregation never hides scoring: every per-sample value is in the samples file.
 
 Three ready-made shapes cover most benchmarks: ``MultipleChoiceTask`` (loglikelihood of each
@@ -26,7 +27,7 @@ What a task may override (every hook has a default on ``Task``):
 ``score_texts``             generation: all completions of a doc (n > 1) -> ``Scored``
 ``score_batch``             generation: all docs at once (worker pools, sandboxes)
 ``score`` / ``score_all``   other shapes: responses -> ``Sample``
-``metrics``                 ``Metric`` objects (direction, sample or corpus level)
+``metrics``                 ``Metric``/``MetricGroup`` objects (direction, sample or corpus level)
 ``breakdowns``              per-group results (subjects, levels)
 ``run_extra``               task-level figures for the record's ``extra``
 ``metric_inputs``           (prediction, references) for appended ``evaluate:`` metrics
@@ -43,7 +44,7 @@ from evalkit.scoring import metric as _metric
 from evalkit.taskapi.data import DataSource
 from evalkit.taskapi.prompts import Prompting
 from evalkit.taskapi.items import _UNSET, Doc, RunContext, Sample, Scored, content_hash, make_sample  # noqa: F401
-from evalkit.scoring.metric import Metric
+from evalkit.scoring.metric import Metric, MetricGroup  # noqa: F401 (re-exported)
 from evalkit.taskapi.requests import GenerateRequest, GenParams, LoglikelihoodRequest, RollingRequest
 from evalkit.scoring.stats import MetricValue, derive_seed
 
@@ -62,7 +63,7 @@ class Task(Prompting):
     target_delimiter: ClassVar[str] = " "
     instruction: ClassVar[str] = ""              # text before the few-shot examples
     output_type: ClassVar[str] = "generate"
-    #: what the task reports; sample metrics it does not declare are means, higher is better
+    #: what the task reports: ``Metric`` and ``MetricGroup`` objects, checked against the samples
     metrics: ClassVar[tuple] = ()
     #: shorthands kept for task files written before ``metrics``: {name: bool}, {name: compute}
     higher_is_better: ClassVar[dict] = {}
@@ -146,17 +147,38 @@ class Task(Prompting):
         from evalkit.taskapi.requests import Completion
         return [[Completion(p, "stop") for p in predictions]]
 
-    def metric_objects(self, samples: Sequence[Sample]) -> list[Metric]:
-        """The metrics reported for these samples, in record order (see ``evalkit.scoring.metric.resolve``)."""
-        return _metric.resolve(self.metrics, samples, self.higher_is_better, self.corpus_metrics)
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if "aggregate" in cls.__dict__:  # an override written before ``appended`` still works
+            cls.aggregate = _metric.accepting_appended(cls.__dict__["aggregate"])
 
-    def aggregate(self, samples: Sequence[Sample], seed: int) -> dict[str, MetricValue]:
-        """Every metric over the samples, with its CI. Reads the samples, never changes them."""
-        return _metric.aggregate(self.metric_objects(samples), samples, seed, self.name)
+    def metric_declarations(self) -> tuple:
+        """What the task declares: its ``metrics`` and the entries of the older class dicts."""
+        return _metric.declarations(self.metrics, self.higher_is_better, self.corpus_metrics, self.name)
+
+    def declared_metrics(self, appended: Sequence = ()) -> list[dict]:
+        """``[{name, higher_is_better, level, group}]`` for the record, with what the run ``appended``."""
+        return _metric.describe((*self.metric_declarations(), *appended))
+
+    def metric_objects(self, samples: Sequence[Sample], appended: Sequence = ()) -> list:
+        """The metrics these samples report, in record order, checked (``evalkit.scoring.metric.resolve``)."""
+        return _metric.resolve(self.metrics, samples, self.higher_is_better, self.corpus_metrics, task=self.name,
+                               appended=appended or self.__dict__.get("_appended", ()), strict=self.declares_metrics(),
+                               own_aggregate=type(self).aggregate is not Task.aggregate)
+
+    def declares_metrics(self) -> bool:
+        """Whether the task declares its own ``metrics``: then every sample metric must be declared.
+        Tasks that only inherit a shape's defaults or use the older dicts get a warning instead."""
+        return bool(self.metrics) and self.metrics is not MultipleChoiceTask.metrics
+
+    def aggregate(self, samples: Sequence[Sample], seed: int, appended: Sequence = ()) -> dict[str, MetricValue]:
+        """Every metric over the samples, with its CI (samples are only read). ``appended``: the run's
+        ``evaluate:`` declarations; their per-sample values are aggregated here, their groups were not."""
+        return _metric.aggregate(self.metric_objects(samples, appended), samples, seed, self.name)
 
     def higher_is_better_of(self, name: str) -> bool:
-        declared = {m.name: m.higher_is_better for m in self.metrics}
-        return declared.get(name, self.higher_is_better.get(name, True))
+        """The declared direction of ``name`` (higher is better when nothing declares it)."""
+        return _metric.direction(self.metric_declarations(), name)
 
     def breakdowns(self, samples: Sequence[Sample]) -> dict:
         """Optional per-group results (subjects, levels, categories): {group: {metric: MetricValue}}."""
@@ -191,6 +213,7 @@ class MultipleChoiceTask(Task):
     """Score each choice by loglikelihood of ``target_delimiter + choice`` after the context."""
 
     output_type = "multiple_choice"
+    metrics = (Metric("acc"), Metric("acc_norm"))
 
     def doc_to_choice_text(self, doc: Doc, i: int) -> str:
         return self.target_delimiter + doc.choices[i]
