@@ -8,10 +8,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 from evalkit.arena import write_battles
-from evalkit.records import ModelInfo, TaskEntry, new_run, write_run
+from evalkit.records import ModelInfo, new_run, write_run
+from evalkit.run.post_process import entry_of
 from evalkit.scoring.metric import MetricDeclarationError
 from evalkit.taskapi.items import Scored, make_sample
-from evalkit.taskapi.task import Doc, content_hash
+from evalkit.taskapi.task import Doc
 from evalkit.tasks.mt_bench import MTBench, temperature_for
 
 from .contestants import Contestant
@@ -69,17 +70,11 @@ def build_record(c, backend, docs, answers, refs, ref_info, single, pairs, judge
         judge_figs["pairwise"] = pairwise_figures(mine)
         judge_figs["pairwise"]["opponents"] = pair_counts(mine, c.name)
     battles = [p.battle(judge.name) for p in mine if p.winner is not None]
-    entry = TaskEntry(
-        version=MTBench.version, description=MTBench.description, output_type="judged",
+    entry = entry_of(
+        task, samples, rows, metrics, breakdowns, num_fewshot=0, output_type="judged",
+        data_source=cfg.data_path or MTBench.dataset.hub_path,
         config={"name": TASK, "version": MTBench.version, "references": cfg.references, "modes": list(cfg.modes),
                 "baseline": cfg.baseline, "max_tokens": cfg.max_tokens, "system_prompt": cfg.system_prompt},
-        num_fewshot=0, n_docs=len(docs),
-        dataset_fingerprint=content_hash(sorted((d.id, d.hash()) for d in docs)),
-        prompt_hash=content_hash([r["prompt_hash"] for r in rows]),
-        data_source=cfg.data_path or MTBench.dataset.hub_path,
-        metrics={k: v.to_dict() for k, v in metrics.items()},
-        breakdowns={g: {k: v.to_dict() for k, v in ms.items()} for g, ms in breakdowns.items()},
-        samples_file=f"samples_{TASK}.jsonl", declared_metrics=task.declared_metrics(),
         extra={"judge": judge_figs, "templates": templates.describe(), "references": ref_info,
                "temperatures": {cat: temperature_for(Doc("", "", meta={"category": cat}))
                                 for cat in dict.fromkeys(d.meta["category"] for d in docs)},

@@ -226,6 +226,20 @@ def test_every_writer_goes_through_the_one_builder():
     assert offenders == []
 
 
+def test_one_owner_of_the_dataset_and_prompt_hashes():
+    """A task entry's dataset fingerprint and prompt hash are computed in evalkit/records/hashes.py only."""
+    offenders = []
+    for folder in ("evalkit", "tasks", "judges", "dashboards"):
+        for f in (REPO / folder).rglob("*.py"):
+            rel = f.relative_to(REPO).as_posix()
+            if f.is_symlink() or rel == "evalkit/records/hashes.py":
+                continue
+            text = f.read_text(encoding="utf-8")
+            if "dataset_fingerprint=content_hash" in text or 'content_hash([r["prompt_hash"]' in text:
+                offenders.append(rel)
+    assert offenders == []
+
+
 def test_every_sample_is_built_by_the_framework():
     """Tasks return values (``Scored``); ``evalkit.taskapi.items.make_sample`` is the one place a
     ``Sample`` is constructed (``Sample.from_dict`` reads saved rows back)."""

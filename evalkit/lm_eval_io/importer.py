@@ -24,7 +24,7 @@ from evalkit.util.errors import EvalkitError
 from evalkit.taskapi.items import RunContext, content_hash
 from evalkit.lm_eval_io import samples as S
 from evalkit.lm_eval_io.files import LmEvalOutput
-from evalkit.records import ModelInfo, Run, TaskEntry, new_run, samples_filename
+from evalkit.records import ModelInfo, Run, TaskEntry, hashes, new_run, samples_filename
 from evalkit.scoring.stats import mean_metric
 
 log = logging.getLogger(__name__)
@@ -161,8 +161,7 @@ def import_task(out: LmEvalOutput, lm_task: str, ek_task: Optional[str], data_pa
         output_type=S.OUTPUT_TYPES.get(lm_type, lm_type),
         config={"name": record_name, "version": version, "num_fewshot": n_shot, "options": {}},
         num_fewshot=n_shot if isinstance(n_shot, int) else None, n_docs=len(rows),
-        dataset_fingerprint=content_hash(sorted((r["doc_id"], r["doc_hash"]) for r in rows)),
-        prompt_hash=content_hash([r["prompt_hash"] for r in rows]),
+        dataset_fingerprint=hashes.dataset_fingerprint(rows), prompt_hash=hashes.prompt_hash(rows),
         data_source=(data_path if task is not None or exported else None) or cfg.get("dataset_path"),
         metrics=metrics, samples_file=samples_filename(record_name), extra={"lm_eval": lm_info})
     return record_name, entry, rows, notes

@@ -18,10 +18,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from evalkit.records import TaskEntry, samples_filename
+from evalkit.records import TaskEntry, hashes, samples_filename
 from evalkit.run import checks as run_checks
 from evalkit.run.config import RunConfig
-from evalkit.taskapi.task import Sample, Task, content_hash
+from evalkit.taskapi.task import Sample, Task
 
 
 @dataclass
@@ -56,19 +56,27 @@ def task_entry(task: Task, samples: list[Sample], config: RunConfig, indices: Op
     extra = dict(task.run_extra(samples))
     if appended.info:
         extra["evaluate"] = appended.info
-    entry = TaskEntry(
-        version=task.version, description=task.description, output_type=task.output_type,
-        config=task.config_fingerprint(),
-        num_fewshot=task.num_fewshot if config.num_fewshot is None else config.num_fewshot,
-        n_docs=len(samples),
-        dataset_fingerprint=content_hash(sorted((s.doc_id, s.doc_hash) for s in samples)),
-        prompt_hash=content_hash([r["prompt_hash"] for r in rows]),
-        data_source=config.data_paths.get(task.name) or task.dataset.hub_path,
-        metrics={k: v.to_dict() for k, v in metrics.items()},
-        breakdowns={g: {k: v.to_dict() for k, v in ms.items()} for g, ms in task.breakdowns(samples).items()},
-        samples_file=samples_filename(task.name), extra=extra,
-        declared_metrics=task.declared_metrics(appended.declared))
+    entry = entry_of(task, samples, rows, metrics, task.breakdowns(samples), extra,
+                     num_fewshot=task.num_fewshot if config.num_fewshot is None else config.num_fewshot,
+                     data_source=config.data_paths.get(task.name) or task.dataset.hub_path,
+                     declared=appended.declared)
     return entry, rows
+
+
+def entry_of(task: Task, samples: Sequence[Sample], rows: list[dict], metrics: dict, breakdowns: dict, extra: dict,
+             num_fewshot: int, data_source: Optional[str], declared: Sequence = (), output_type: Optional[str] = None,
+             config: Optional[dict] = None) -> TaskEntry:
+    """A task's ``TaskEntry`` from its samples, rows and figures: the one place an entry's hashes,
+    metric values and declarations are filled in (evaluations, rescoring, merges and the judges)."""
+    return TaskEntry(
+        version=task.version, description=task.description, output_type=output_type or task.output_type,
+        config=config if config is not None else task.config_fingerprint(), num_fewshot=num_fewshot,
+        n_docs=len(samples),
+        dataset_fingerprint=hashes.dataset_fingerprint(rows), prompt_hash=hashes.prompt_hash(rows),
+        data_source=data_source,
+        metrics={k: v.to_dict() for k, v in metrics.items()},
+        breakdowns={g: {k: v.to_dict() for k, v in ms.items()} for g, ms in breakdowns.items()},
+        samples_file=samples_filename(task.name), extra=extra, declared_metrics=task.declared_metrics(declared))
 
 
 def verifier_certificate(task: Task, entry: TaskEntry, rows: list[dict], config: RunConfig) -> None:

@@ -3,15 +3,12 @@ one line of the samples file, built by ``make_sample`` only), ``Scored`` (what a
 ``RunContext`` (the run as tasks see it)."""
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from evalkit.util.hashing import content_hash  # noqa: F401 (re-exported: tasks hash their docs with it)
 
-def content_hash(obj) -> str:
-    blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
 
 
 @dataclass
