@@ -1,8 +1,15 @@
-"""Shared fixtures: the real tiny model (prepared once per machine) and the shared data folder."""
+"""Shared fixtures and helpers, one of each for the whole session: the real tiny model (prepared once
+per machine), its HF backend, the one vLLM engine, the shared data folder and the ``evalkit`` CLI
+run in a subprocess. Markers say what a test needs (``pyproject.toml`` registers them): ``slow`` a
+real model, ``vllm`` a vLLM engine, ``browser`` Chromium, ``server`` a local server or subprocess
+service; tests that use the model fixtures are marked from the fixtures they ask for."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -34,7 +41,7 @@ def tiny_model_dir() -> str:
     from evalkit.backends import model_dirs as models
     try:
         return str(models.prepare("smollm2-135m"))
-    except RuntimeError as e:
+    except ValueError as e:  # the model package is not installed (or its file is missing)
         pytest.skip(str(e))
 
 
@@ -59,3 +66,38 @@ def minilm():
         return resolve_embedder("all-minilm-l6-v2")
     except ValueError as e:
         pytest.skip(str(e))
+
+
+@pytest.fixture(scope="session")
+def vllm_backend(tiny_model_dir, tmp_path_factory):
+    """The session's one vLLM engine over the tiny model (float32, LoRA adapters ``a`` and ``b``)."""
+    pytest.importorskip("vllm")
+    from _vllm_session import release, shared_vllm_backend
+    yield shared_vllm_backend(tiny_model_dir, tmp_path_factory.mktemp("vllm_lora"))
+    release()
+
+
+def evalkit_cli(*args, cwd=None, env: Optional[dict] = None, unset=(), timeout: float = 600,
+                threads: Optional[str] = "1") -> subprocess.CompletedProcess:
+    """``python -m evalkit ARGS`` in a subprocess of this checkout (``PYTHONPATH``), one torch thread,
+    output captured as text. ``env`` adds variables, ``unset`` removes some (``OPENAI_API_KEY``)."""
+    full = {**os.environ, "PYTHONPATH": str(REPO), **({"EVALKIT_TORCH_THREADS": threads} if threads else {}),
+            **(env or {})}
+    for name in unset:
+        full.pop(name, None)
+    return subprocess.run([sys.executable, "-m", "evalkit", *map(str, args)], capture_output=True, text=True,
+                          env=full, timeout=timeout, cwd=str(cwd or REPO))
+
+
+# ---- markers from what a test asks for ----------------------------------------------------------
+MODEL_FIXTURES = {"tiny_model_dir", "hf_backend", "vllm_backend", "minilm", "rm_dir"}
+VLLM_FIXTURES = {"vllm_backend"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & MODEL_FIXTURES:
+            item.add_marker(pytest.mark.slow)
+        if names & VLLM_FIXTURES:
+            item.add_marker(pytest.mark.vllm)

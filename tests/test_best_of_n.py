@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import evalkit_cli
+
 from evalkit.scoring import best_of_n
 from evalkit.run.reward_phase import vote_of
 from tests.conftest import shared
@@ -98,9 +100,7 @@ def _args(tiny_model_dir, rm_dir, n_docs):
             "--gen-kwargs", "n=4,temperature=0.8,max_tokens=16", "--reward-model", f"hf:{rm_dir}"]
 
 
-def _evalkit(*args):
-    env = {**os.environ, "EVALKIT_TORCH_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "evalkit", *args], capture_output=True, text=True, env=env, timeout=600)
+_evalkit = evalkit_cli
 
 
 def _rows(db: Path, kind: str) -> int:

@@ -14,13 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import evalkit_cli
+
 from tests.conftest import shared
 
 
-def evalkit(*args, **kw):
-    env = {**os.environ, "EVALKIT_TORCH_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "evalkit", *args], capture_output=True, text=True, env=env,
-                          timeout=kw.get("timeout", 600))
+evalkit = evalkit_cli
 
 
 def only_run(results: Path) -> Path:
@@ -74,8 +73,10 @@ def _cached_rows(db: Path) -> int:
 @pytest.mark.slow
 def test_sigkill_then_rerun_recomputes_nothing_finished(tmp_path, tiny_model_dir):
     n = 8
+    # zero-shot prompts (~80 tokens, not ~900): three real runs, killed, resumed and fresh, stay small
     args = ["run", "--model", f"hf:{tiny_model_dir}", "--model-args", "chunk_size=2", "--tasks", "gsm8k",
-            "--limit", str(n), "--data", f"gsm8k={shared('gsm8k')}", "--gen-kwargs", "max_tokens=12"]
+            "--limit", str(n), "--data", f"gsm8k={shared('gsm8k')}", "--num-fewshot", "0",
+            "--gen-kwargs", "max_tokens=12"]
     cache = tmp_path / "cache"
     env = {**os.environ, "EVALKIT_TORCH_THREADS": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "evalkit", *args, "--output", str(tmp_path / "killed"),

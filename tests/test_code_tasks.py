@@ -319,22 +319,13 @@ def test_humaneval_end_to_end_hf_then_rescore(tiny_model_dir, tmp_path, cache_di
     assert [s["extra"]["results"][0]["passed"] for s in again] == [s["extra"]["results"][0]["passed"] for s in samples]
 
 
-@pytest.fixture(scope="session")
-def code_vllm_backend(tiny_model_dir, tmp_path_factory):
-    """The session's shared vLLM engine (see _vllm_session.py), shut down at the end of the session."""
-    pytest.importorskip("vllm")
-    from _vllm_session import release, shared_vllm_backend
-    yield shared_vllm_backend(tiny_model_dir, tmp_path_factory.mktemp("vllm_lora"))
-    release()
-
-
 @pytest.mark.slow
 @pytest.mark.vllm
-def test_humaneval_end_to_end_vllm(code_vllm_backend, tiny_model_dir, tmp_path):
+def test_humaneval_end_to_end_vllm(vllm_backend, tiny_model_dir, tmp_path):
     from evalkit.run.cache import NullCache
     from evalkit.run.runner import RunConfig, evaluate
 
-    backend = code_vllm_backend
+    backend = vllm_backend
     cfg = RunConfig(tasks=["humaneval"], limit=3, gen_overrides={"max_tokens": 64},
                     data_paths={"humaneval": str(he_dir())})
     out = evaluate(backend, cfg, NullCache(), str(tmp_path), model_spec=f"vllm:{tiny_model_dir}", progress=False)

@@ -18,6 +18,8 @@ import pytest
 import _dashboard_records as recs
 from evalkit.records import load_run
 
+pytestmark = [pytest.mark.browser, pytest.mark.server]
+
 CHROMIUM = "/usr/bin/chromium"
 READY = "[data-testid=stApp][data-test-script-state=notRunning]"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

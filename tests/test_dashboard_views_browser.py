@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import dashboard_screenshots as shots  # noqa: E402
 
+pytestmark = [pytest.mark.browser, pytest.mark.server]
+
 WIDTHS = (1400, 800)
 MIN_ROW_PX = 18            # vertical room per chart row (labels never overlap)
 MIN_PLOT_PX = 80           # the smallest plot area

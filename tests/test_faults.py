@@ -3,6 +3,8 @@ OpenAI-compatible server on 127.0.0.1 (tests/_fault_server.py). Each case checks
 no traceback is printed, that the message says what failed, and what the cache holds afterwards."""
 from __future__ import annotations
 
+from functools import partial
+
 import json
 import os
 import sqlite3
@@ -12,7 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import evalkit_cli
+
 from tests._fault_server import MODEL, FaultServer
+
+pytestmark = [pytest.mark.server]
 
 REPO = Path(__file__).resolve().parents[1]
 QUESTIONS = {"How many legs do 2 cats have?": " 2 cats have 8 legs. #### 8",
@@ -21,11 +27,7 @@ QUESTIONS = {"How many legs do 2 cats have?": " 2 cats have 8 legs. #### 8",
 FAST = "max_retries=1,backoff_base=0.01,backoff_max=0.02,timeout=5"
 
 
-def evalkit(*args, env=None, timeout=120):
-    full_env = {**os.environ, "EVALKIT_TORCH_THREADS": "1", "PYTHONPATH": str(REPO), **(env or {})}
-    full_env.pop("OPENAI_API_KEY", None)
-    return subprocess.run([sys.executable, "-m", "evalkit", *args], capture_output=True, text=True,
-                          env=full_env, timeout=timeout, cwd=str(REPO))
+evalkit = partial(evalkit_cli, unset=("OPENAI_API_KEY",), timeout=120)
 
 
 def assert_clean_error(r, *needles):

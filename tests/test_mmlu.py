@@ -192,13 +192,6 @@ def test_mmlu_end_to_end_one_forward_pass_per_question(hf_backend, tmp_path, mon
     assert cot[0]["prompt"][-1]["content"].startswith("Answer the following multiple choice question.")
 
 
-@pytest.fixture(scope="module")
-def vllm_backend(tiny_model_dir, tmp_path_factory):
-    pytest.importorskip("vllm")
-    from _vllm_session import shared_vllm_backend
-    return shared_vllm_backend(tiny_model_dir, tmp_path_factory.mktemp("vllm_lora"))  # released at session end
-
-
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_mmlu_through_vllm_agrees_with_hf(vllm_backend, hf_backend, tmp_path):

@@ -27,7 +27,7 @@ pytest.importorskip("vllm")
 from evalkit.backends.openai import BackendError, OpenAIBackend  # noqa: E402
 from evalkit.taskapi.requests import GenerateRequest, GenParams, LoglikelihoodRequest, RollingRequest  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.vllm]
+pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.server]
 
 SERVED = "tiny"
 KEY_ENV = "EVALKIT_TEST_OPENAI_KEY"

@@ -11,7 +11,6 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from _vllm_session import release, shared_vllm_backend  # noqa: E402
 from evalkit.taskapi import registry  # noqa: E402
 from evalkit.run.parity import check, collect, compare, format_report  # noqa: E402
 from evalkit.run.runner import RunConfig  # noqa: E402
@@ -19,12 +18,6 @@ from evalkit.run.runner import RunConfig  # noqa: E402
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
 GSM8K_ITEMS = 12
-
-
-@pytest.fixture(scope="session")
-def vllm_backend(tiny_model_dir, tmp_path_factory):
-    yield shared_vllm_backend(tiny_model_dir, tmp_path_factory.mktemp("vllm_lora"))
-    release()
 
 
 @pytest.fixture(scope="module")

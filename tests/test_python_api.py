@@ -106,11 +106,8 @@ def test_import_evalkit_stays_light():
 
 
 @pytest.fixture(scope="module")
-def vllm_llm(tiny_model_dir, tmp_path_factory):
-    pytest.importorskip("vllm")
-    from _vllm_session import release, shared_vllm_backend
-    yield shared_vllm_backend(tiny_model_dir, tmp_path_factory.mktemp("vllm_lora")).llm  # float32 engine
-    release()
+def vllm_llm(vllm_backend):
+    return vllm_backend.llm  # the session's float32 engine (conftest), never shut down by this module
 
 
 @pytest.mark.vllm

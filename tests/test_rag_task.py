@@ -2,23 +2,19 @@
 retrievers (BM25; dense all-MiniLM-L6-v2 embeddings as cached requests), the top-k passages in the
 prompt, the answer scored by the task's verifier, answer accuracy beside hit@k (with CIs), the
 split by whether the gold document was retrieved, and the closed-book answer."""
+from functools import partial
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import REPO, shared
+from conftest import shared, evalkit_cli
 from evalkit.records import load_run
 
 pytest.importorskip("bm25s")
 
 
-def evalkit(*args, cwd):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "EVALKIT_TORCH_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "evalkit", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=900)
+evalkit = partial(evalkit_cli, timeout=900)
 
 
 def _record(r, cwd):

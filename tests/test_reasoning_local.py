@@ -4,13 +4,14 @@ file through --model-args chat_template=) that prefills <think> makes SmolLM2 an
 into the prompt), changes the prompt and the cache identity."""
 from __future__ import annotations
 
+from functools import partial
+
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import evalkit_cli
 
 REPO = Path(__file__).resolve().parents[1]
 # ChatML (SmolLM2's own format) that opens a trace after the assistant header, Qwen3-style:
@@ -18,10 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 TEMPLATE_FILE = REPO / "docs" / "chat_templates" / "chatml_think.jinja"
 
 
-def evalkit(*args, timeout=400):
-    env = {**os.environ, "EVALKIT_TORCH_THREADS": "1", "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "evalkit", *args], capture_output=True, text=True, env=env,
-                          timeout=timeout, cwd=str(REPO))
+evalkit = partial(evalkit_cli, timeout=400)
 
 
 def record(out: Path) -> tuple[dict, list]:

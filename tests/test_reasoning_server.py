@@ -4,15 +4,18 @@ that answers with reasoning fields or <think> markers (tests/_reasoning_server.p
 the body and the cache identity, and API reasoning models' parameters."""
 from __future__ import annotations
 
+from functools import partial
+
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import evalkit_cli
+
 from tests._reasoning_server import MODEL, ReasoningServer
+
+pytestmark = [pytest.mark.server]
 
 REPO = Path(__file__).resolve().parents[1]
 FAST = "max_retries=0,timeout=10,concurrency=2"
@@ -25,11 +28,7 @@ GOLD = {"Janet has 16 eggs, eats 3 and bakes 4. How many are left?": 9, "What is
         "What is 100 / 4?": 25}
 
 
-def evalkit(*args, timeout=120):
-    env = {**os.environ, "EVALKIT_TORCH_THREADS": "1", "PYTHONPATH": str(REPO)}
-    env.pop("OPENAI_API_KEY", None)
-    return subprocess.run([sys.executable, "-m", "evalkit", *args], capture_output=True, text=True, env=env,
-                          timeout=timeout, cwd=str(REPO))
+evalkit = partial(evalkit_cli, unset=("OPENAI_API_KEY",), timeout=120)
 
 
 @pytest.fixture

@@ -8,19 +8,20 @@ lacks: the fixture model is the bundled one (same weights, linked) with two of i
 tokens (<issue_start>, <issue_comment>) renamed <think> and </think>."""
 from __future__ import annotations
 
+from functools import partial
+
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import evalkit_cli
 
 pytest.importorskip("vllm")
 
 from tests.test_openai_backend import KEY, KEY_ENV, SERVED, VLLMServer  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.vllm]
+pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.server]
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = REPO / "docs" / "chat_templates" / "chatml_think.jinja"
 
@@ -53,11 +54,7 @@ class ReasoningVLLMServer(VLLMServer):
         return super().command() + ["--reasoning-parser", "deepseek_r1", "--chat-template", str(TEMPLATE)]
 
 
-def evalkit(*args, timeout=500):
-    env = {**os.environ, "EVALKIT_TORCH_THREADS": "1", "PYTHONPATH": str(REPO), KEY_ENV: KEY,
-           "VLLM_CPU_KVCACHE_SPACE": "1"}
-    return subprocess.run([sys.executable, "-m", "evalkit", *args], capture_output=True, text=True, env=env,
-                          timeout=timeout, cwd=str(REPO))
+evalkit = partial(evalkit_cli, env={KEY_ENV: KEY, "VLLM_CPU_KVCACHE_SPACE": "1"}, timeout=500)
 
 
 def record(out: Path) -> tuple[dict, list]:

@@ -2,13 +2,10 @@
 tokenizer's offsets) and structure (paragraphs, markdown, code), overlap, determinism, the chunk
 spec reaching the embedding cache only through the chunk text, and the MBPP known-item task."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import REPO, shared
+from conftest import shared, evalkit_cli
 from evalkit.records import load_run
 from evalkit.retrieval.chunking import ChunkSpec, chunk_corpus, chunk_text, token_spans
 
@@ -102,10 +99,7 @@ def test_chunk_spec_enters_the_embedding_cache_only_through_the_chunk_text(minil
     cache.close()
 
 
-def evalkit(*args, cwd):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "EVALKIT_TORCH_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "evalkit", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=600)
+evalkit = evalkit_cli
 
 
 def test_mbpp_known_item_task_and_chunked_retrieve(minilm, tmp_path):

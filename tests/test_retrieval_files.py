@@ -1,15 +1,14 @@
 """TREC/BEIR retrieval files, bad input, and `evalkit score --task retrieval --run --qrels` end to end:
 a run record whose figures equal trec_eval's, and `evalkit compare` on two such records."""
+from functools import partial
 import json
-import subprocess
-import sys
 
 import pytest
 
 from evalkit.taskapi.data import DataError
 from evalkit.records import load_run
 from evalkit.retrieval.formats import read_beir, read_qrels, read_trec_run, write_trec_run
-from conftest import REPO
+from conftest import evalkit_cli
 
 QRELS = "q1 0 a 2\nq1 0 b 1\nq1 0 c 0\nq2 0 x 1\nq3 0 y 1\n"
 RUN = "q1 Q0 a 1 1.0 s\nq1 Q0 b 2 1.0 s\nq1 Q0 d 3 0.5 s\nq2 Q0 z 1 3 s\nq2 Q0 x 2 2 s\nq9 Q0 x 1 2 s\n"
@@ -22,9 +21,7 @@ def write(tmp_path, name, text):
     return p
 
 
-def evalkit(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "evalkit", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**__import__("os").environ, "PYTHONPATH": str(REPO)}, timeout=300)
+evalkit = partial(evalkit_cli, threads=None, timeout=300)
 
 
 @pytest.mark.parametrize("text, needle", [

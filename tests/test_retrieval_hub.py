@@ -3,13 +3,10 @@ a local dataset in the hub's BeIR layout (configs corpus/queries in a README, pa
 ``datasets``, a ``-qrels`` folder of TSV splits) read by the same calls the hub path makes, scoring exactly
 as the same data in a BEIR folder; the hub itself unreachable here: a one-line error."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import REPO, shared
+from conftest import shared, evalkit_cli
 from evalkit.records import load_run
 
 datasets = pytest.importorskip("datasets")
@@ -30,9 +27,7 @@ configs:
 
 
 def evalkit(*args, cwd):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_DATASETS_CACHE": str(cwd / "hf-cache"), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "evalkit", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=600)
+    return evalkit_cli(*args, cwd=cwd, threads=None, env={"HF_DATASETS_CACHE": str(cwd / "hf-cache"), "HF_HUB_OFFLINE": "1"})
 
 
 def mbpp_beir(n=40):

@@ -6,14 +6,11 @@ tests prove plumbing and numerics (transformers and vLLM agree, the order is the
 rerun scores nothing), never reranking quality.
 """
 import math
-import os
 import random
-import subprocess
-import sys
 
 import pytest
 
-from conftest import REPO, shared
+from conftest import shared, evalkit_cli
 from evalkit.records import load_run
 
 XSUM = "xsum/test.jsonl"
@@ -125,10 +122,7 @@ def test_vllm_and_transformers_rerank_scores_agree(fixture_dir, hf_reranker):
     assert len({round(x, 3) for x in hf}) > 10  # real scores, not a constant
 
 
-def evalkit(*args, cwd):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "EVALKIT_TORCH_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "evalkit", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=600)
+evalkit = evalkit_cli
 
 
 def test_xsum_bm25_vs_bm25_rerank_figures_with_cis_and_compare(hf_reranker, tmp_path):

@@ -4,14 +4,11 @@ hand, the dense bi-encoder on the real all-MiniLM-L6-v2 (cache: a rerun embeds n
 subset writing BM25, dense and hybrid records that ``evalkit compare`` pairs."""
 import json
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import REPO, shared
+from conftest import shared, evalkit_cli
 from evalkit.retrieval import fusion
 from evalkit.records import load_run
 
@@ -103,10 +100,7 @@ def test_vllm_embed_equals_transformers_mean_pooling(minilm):
     assert float(np.abs(ours - ref).max()) < 1e-5
 
 
-def evalkit(*args, cwd):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "EVALKIT_TORCH_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "evalkit", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=600)
+evalkit = evalkit_cli
 
 
 def test_retrieve_cli_xsum_bm25_dense_hybrid_records_and_compare(minilm, tmp_path):

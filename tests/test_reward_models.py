@@ -6,12 +6,14 @@ to 1e-4, independent of batch size, padding side and order), not reward-model qu
 """
 from __future__ import annotations
 
+from functools import partial
+
 import json
 import math
-import subprocess
-import sys
 
 import pytest
+
+from conftest import evalkit_cli
 
 from evalkit.taskapi.requests import RewardRequest, response_from_json, response_to_json
 
@@ -125,6 +127,8 @@ def test_engine_dedupes_caches_by_identity_and_resumes(tmp_path, rm_dir, hf_rm, 
     assert other.stats["cached"] == 0  # another identity, another cache entry
 
 
+@pytest.mark.slow
+@pytest.mark.vllm
 def test_vllm_offline_agrees_with_transformers(hf_rewards):
     pytest.importorskip("vllm")
     from tests._reward_session import shared_vllm_reward
@@ -151,10 +155,7 @@ def test_vllm_offline_agrees_with_transformers(hf_rewards):
 
 
 # ---- evalkit reward -----------------------------------------------------------------------------
-def _cli(*args, cwd=None):
-    import os
-    env = {**os.environ, "EVALKIT_TORCH_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "evalkit", *args], capture_output=True, text=True, env=env, cwd=cwd)
+_cli = partial(evalkit_cli, timeout=None)
 
 
 def test_reward_cli_scores_pairs_and_conversations(tmp_path, rm_dir, hf_rewards):
@@ -193,6 +194,8 @@ def test_reward_cli_bad_rows_name_file_line_field(tmp_path, line, needle):
     assert f"{src}:3:" in r.stderr and needle in r.stderr, r.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.vllm
 def test_vllm_step_pooling_agrees_with_transformers_per_step(rm_dir):
     """Process rewards: vLLM's STEP pooler at the step tag == the transformers head at the same positions."""
     pytest.importorskip("vllm")
@@ -218,6 +221,8 @@ def test_vllm_step_pooling_agrees_with_transformers_per_step(rm_dir):
         v.close()
 
 
+@pytest.mark.slow
+@pytest.mark.vllm
 def test_vllm_loads_a_tiny_random_qwen2_reward_model(tmp_path_factory):
     """Loader coverage for vLLM's Qwen2ForRewardModel (per-token rewards, ``pooling=token``): the last
     token's reward and the step-tag rewards equal transformers' Qwen2Model + the same head. Random
@@ -267,6 +272,8 @@ def test_an_input_over_the_context_keeps_its_end_and_is_counted(rm_dir, hf_rm):
         HFRewardBackend(rm_dir, max_length=8, step_tag="<file_sep>").reward([RewardRequest.pair("q", "a\n\nb", steps=True)])
 
 
+@pytest.mark.slow
+@pytest.mark.vllm
 def test_vllm_loads_a_tiny_random_qwen2_process_reward_model(tmp_path_factory):
     """Qwen2ForProcessRewardModel (two labels, STEP pooling at the step tag) through the offline
     backend, against an independent reference: transformers' Qwen2Model with the same weights and

@@ -9,14 +9,15 @@ not reward-model quality.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import evalkit_cli
 
 pytest.importorskip("vllm")
 
@@ -24,7 +25,7 @@ from evalkit.taskapi.requests import RewardRequest  # noqa: E402
 from tests.test_openai_backend import KEY, KEY_ENV, VLLMServer  # noqa: E402
 from tests.test_reward_models import PAIRS, _requests  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.vllm]
+pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.server]
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -131,10 +132,7 @@ def test_identity_names_the_served_model_api_activation(url, rm_dir):
         served(url, api_key=KEY)
 
 
-def _cli(*args):
-    env = {**os.environ, "EVALKIT_TORCH_THREADS": "1", "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "evalkit", *args], capture_output=True, text=True, env=env,
-                          timeout=300, cwd=str(REPO))
+_cli = partial(evalkit_cli, timeout=300)
 
 
 def test_reward_cli_through_the_server_cached_and_secret_free(url, tmp_path, hf_rewards):

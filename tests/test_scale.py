@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import evalkit_cli
 
 from evalkit.backends.data_parallel import deal_shards
 from evalkit.taskapi.requests import GenerateRequest, LoglikelihoodRequest
@@ -20,8 +21,7 @@ VOLATILE = ("run_id", "created_at", "timings", "engine", "backend_stats", "merge
 
 
 def evalkit(*args):
-    env = {**os.environ, "EVALKIT_TORCH_THREADS": "1"}
-    r = subprocess.run([sys.executable, "-m", "evalkit", *args], capture_output=True, text=True, env=env, timeout=900)
+    r = evalkit_cli(*args, timeout=900)
     assert r.returncode == 0, r.stderr
     return r
 

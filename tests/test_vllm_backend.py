@@ -15,16 +15,9 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from _vllm_session import release, shared_vllm_backend  # noqa: E402
 from evalkit.taskapi.requests import GenerateRequest, GenParams, LoglikelihoodRequest, RollingRequest  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
-
-
-@pytest.fixture(scope="session")
-def vllm_backend(tiny_model_dir, tmp_path_factory):
-    yield shared_vllm_backend(tiny_model_dir, tmp_path_factory.mktemp("vllm_lora"))
-    release()
 
 
 def _delta(backend, fn):
