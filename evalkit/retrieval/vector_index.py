@@ -21,7 +21,7 @@ Ties: where tied scores straddle the depth cut, the lowest corpus positions are 
 keeps other ones (measured: the higher positions of duplicated vectors), so faiss is asked for
 ``TIE_MARGIN`` (32) more and its results cut the same way; every row is ordered by score descending,
 ties by position ascending, so numpy and flat return the same ids in the same order (verified in
-tests/test_retrieval_faiss.py; a tie group of more than 32 at the cut, or two scores the libraries
+tests/retrieval/test_retrieval_faiss.py; a tie group of more than 32 at the cut, or two scores the libraries
 round apart by ~1e-7, may still differ). The measures then rank by score, ties by doc id, as trec_eval.
 An approximate index records its recall@depth against exact search on up to 200 queries.
 """

@@ -15,7 +15,7 @@ import _dashboard_records as recs  # noqa: E402
 from evalkit.dashboards import samples as dsamples  # noqa: E402
 from evalkit.dashboards.labels import col_key  # noqa: E402
 
-APP = Path(__file__).resolve().parents[1] / "dashboards" / "app.py"
+APP = Path(__file__).resolve().parents[2] / "dashboards" / "app.py"
 
 
 @pytest.fixture(scope="module")

@@ -19,10 +19,10 @@ from conftest import evalkit_cli
 
 pytest.importorskip("vllm")
 
-from tests.test_openai_backend import KEY, KEY_ENV, SERVED, VLLMServer  # noqa: E402
+from tests.backends.test_openai_backend import KEY, KEY_ENV, SERVED, VLLMServer  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.server]
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "docs" / "chat_templates" / "chatml_think.jinja"
 
 

@@ -11,9 +11,9 @@ pytest.importorskip("altair")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tests._reasoning_server import ReasoningServer  # noqa: E402
-from tests.test_reasoning_server import TABLE, gsm, run  # noqa: E402,F401 (gsm: the fixture)
+from tests.run.test_reasoning_server import TABLE, gsm, run  # noqa: E402,F401 (gsm: the fixture)
 
-APP = Path(__file__).resolve().parents[1] / "dashboards" / "app.py"
+APP = Path(__file__).resolve().parents[2] / "dashboards" / "app.py"
 
 
 def test_task_page_shows_budget_shares(gsm, tmp_path, monkeypatch):  # noqa: F811

@@ -13,7 +13,7 @@ import pytest
 from evalkit.util import fs_check
 from evalkit.run.cache import CacheLocationError, ResponseCache
 from evalkit.cli import main
-from test_compare import FakeBackend, copy_task  # noqa: F401 - copy_task is a fixture
+from tests.compare.test_compare import FakeBackend, copy_task  # noqa: F401 - copy_task is a fixture
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evalkit.cli import main
-from test_compare import FakeBackend, binary_items, copy_task, make_run  # noqa: F401 - copy_task is a fixture
+from tests.compare.test_compare import FakeBackend, binary_items, copy_task, make_run  # noqa: F401 - copy_task is a fixture
 
 SECRET = "sk-evalkitTESTsecret0123456789"
 HF_SECRET = "hf_evalkitTESTsecret0123456789"

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from test_compare import binary_items, make_run, paired_outcomes
+from tests.compare.test_compare import binary_items, make_run, paired_outcomes
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "transformers", "vllm", "datasets", "sacrebleu", "evaluate", "math_verify", "antlr4",
          "rouge_score", "huggingface_hub", "mlflow", "wandb", "streamlit", "pyseccomp")
 

@@ -40,7 +40,7 @@ from evalkit.arena import (
 )
 
 ARENA_HARD = (
-    Path(__file__).resolve().parents[2] / "shared" / "data" / "chatbot_arena" / "arena_hard_battles.jsonl"
+    Path(__file__).resolve().parents[3] / "shared" / "data" / "chatbot_arena" / "arena_hard_battles.jsonl"
 )
 needs_arena_hard = pytest.mark.skipif(
     not ARENA_HARD.is_file(),

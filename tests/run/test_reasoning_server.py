@@ -17,7 +17,7 @@ from tests._reasoning_server import MODEL, ReasoningServer
 
 pytestmark = [pytest.mark.server]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FAST = "max_retries=0,timeout=10,concurrency=2"
 # (trace, answer, finish): each trace says a wrong "#### N" before the final answer; the third is cut
 TABLE = {"Janet has 16 eggs, eats 3 and bakes 4. How many are left?":

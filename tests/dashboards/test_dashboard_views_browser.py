@@ -15,7 +15,7 @@ import pytest
 
 import _dashboard_records as recs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import dashboard_screenshots as shots  # noqa: E402
 

@@ -22,11 +22,11 @@ from conftest import evalkit_cli
 pytest.importorskip("vllm")
 
 from evalkit.taskapi.requests import RewardRequest  # noqa: E402
-from tests.test_openai_backend import KEY, KEY_ENV, VLLMServer  # noqa: E402
-from tests.test_reward_models import PAIRS, _requests  # noqa: E402
+from tests.backends.test_openai_backend import KEY, KEY_ENV, VLLMServer  # noqa: E402
+from tests.backends.test_reward_models import PAIRS, _requests  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.server]
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 class PoolingServer(VLLMServer):

@@ -20,7 +20,7 @@ from evalkit.arena.bt import _fit
 from evalkit.arena.style_board import style_leaderboard, style_problem
 from evalkit.arena.style_fit import StyleProblem, bootstrap_style, fit_style
 from evalkit.cli import main
-from tests.test_arena_ratings import _style_design, max_rel, sklearn_bt
+from tests.arena.test_arena_ratings import _style_design, max_rel, sklearn_bt
 
 NAMES = [f"m{i}" for i in range(6)]
 STRENGTH = np.array([0.0, 0.3, 0.5, 0.9, 1.2, 1.6])
@@ -199,7 +199,7 @@ def test_arena_page_shows_style_controlled_ratings(battles, tmp_path, monkeypatc
     sc = json.loads((rec / "run.json").read_text())["tasks"]["arena"]["style_control"]
     monkeypatch.setenv("EVALKIT_DASHBOARD_RESULTS", str(out))
     monkeypatch.setenv("EVALKIT_DASHBOARD_BATTLES", "")
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboards" / "app.py"), default_timeout=180).run()
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboards" / "app.py"), default_timeout=180).run()
     at.sidebar.radio(key="view").set_value("Arena")
     at.run()
     assert not at.exception, [e.value for e in at.exception]

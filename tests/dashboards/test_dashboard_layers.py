@@ -13,7 +13,7 @@ import _dashboard_records as recs
 
 MODULES = ["data", "store", "labels", "cells", "samples", "battles", "tables", "board", "ranking", "charts", "pairs"]
 FORBIDDEN = ("evalkit.run.engine", "evalkit.backends", "evalkit.run.runner", "torch", "vllm")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_dashboard_imports_neither_engine_nor_backends(tmp_path):

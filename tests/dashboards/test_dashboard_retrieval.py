@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from evalkit.retrieval.scoring import score_saved_run  # noqa: E402
 
-APP = Path(__file__).resolve().parents[1] / "dashboards" / "app.py"
+APP = Path(__file__).resolve().parents[2] / "dashboards" / "app.py"
 QRELS = "q1 0 a 2\nq1 0 b 1\nq2 0 x 1\nq3 0 y 1\n"
 RUNS = {"bm25": "q1 Q0 a 1 2 s\nq1 Q0 b 2 1 s\nq2 Q0 z 1 3 s\nq2 Q0 x 2 2 s\n",
         "dense": "q1 Q0 c 1 2 s\nq1 Q0 a 2 1 s\nq2 Q0 x 1 3 s\nq3 Q0 y 1 1 s\n"}

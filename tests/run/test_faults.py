@@ -20,7 +20,7 @@ from tests._fault_server import MODEL, FaultServer
 
 pytestmark = [pytest.mark.server]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 QUESTIONS = {"How many legs do 2 cats have?": " 2 cats have 8 legs. #### 8",
              "What is 3 + 4?": " 3 + 4 = 7. #### 7",
              "What is 10 - 1?": " 10 - 1 = 9. #### 9"}

@@ -17,7 +17,7 @@ from evalkit.judges.contestants import parse_model
 from evalkit.judges.mt_bench import MTBenchConfig, generate_answers, load_questions, summarize
 from evalkit.tasks.mt_bench import MTBench, load_references, temperature_for
 from tests.conftest import shared
-from tests.test_judges import Scripted
+from tests.judges.test_judges import Scripted
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from tests._fault_server import MODEL, FaultServer
 from tests.conftest import shared
 
 NO_MODEL = "hf:/nonexistent/model-dir"
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run_cli(capsys, *argv) -> tuple[int, str, str]:

@@ -17,7 +17,7 @@ from evalkit.dashboards import board, ranking, tables  # noqa: E402
 from evalkit.dashboards.labels import col_key  # noqa: E402
 from evalkit.dashboards.store import ResultsStore  # noqa: E402
 
-APP = Path(__file__).resolve().parents[1] / "dashboards" / "app.py"
+APP = Path(__file__).resolve().parents[2] / "dashboards" / "app.py"
 WIDE = ["wide-1", "wide-2", "wide-3"]
 
 

@@ -20,7 +20,7 @@ from evalkit.cli import main
 from evalkit.records import load_run
 from evalkit.run.rescore import ScoreConfig, rescore
 from tests.conftest import shared
-from tests.test_text_metrics import _sacrebleu_bootstrap_width, lines, tsv_scores
+from tests.scoring.test_text_metrics import _sacrebleu_bootstrap_width, lines, tsv_scores
 
 UEDIN = "newstest2017.uedin-nmt.4722.en-de"
 
@@ -189,7 +189,7 @@ def test_cnn_dailymail_lead3_rouge_equals_rouge_score(tmp_path):
 
 def test_evaluate_metric_on_score_cli(tmp_path):
     pytest.importorskip("evaluate")
-    from tests.test_text_metrics import METRIC_SCRIPT
+    from tests.scoring.test_text_metrics import METRIC_SCRIPT
     script = tmp_path / "length_gap.py"
     script.write_text(METRIC_SCRIPT)
     rows = [json.loads(x) for x in shared("xsum", "test.jsonl").read_text(encoding="utf-8").splitlines()[:20]]

@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from evalkit.cli import main
-from test_compare import binary_items, make_run, paired_outcomes
+from tests.compare.test_compare import binary_items, make_run, paired_outcomes
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "evalkit" / "ci" / "gate.sh"
 ACTION = REPO / ".github" / "actions" / "gate" / "action.yml"
 XSD = REPO / "tests" / "data" / "junit.xsd"

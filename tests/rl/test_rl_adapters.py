@@ -17,7 +17,7 @@ from tests.conftest import shared
 from evalkit.rl import shared_verifier, trl_reward
 from evalkit.rl.export import iter_items, rows
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _bump(text):
