@@ -35,36 +35,33 @@ def timestamp(text) -> pd.Timestamp:
 
 
 def run_row(rec: RunRecord) -> dict:
-    d, m = rec.data, rec.model
-    cfg = d.get("config") or {}
-    kind = "arena" if m.get("backend") == "arena" or (set(rec.tasks) == {ARENA_TASK}) else "static"
-    created = timestamp(d.get("created_at"))
+    run, m = rec.run, rec.run.model
+    cfg = run.config or {}
+    kind = "arena" if m.backend == "arena" or (set(run.tasks) == {ARENA_TASK}) else "static"
+    created = timestamp(run.created_at)
     gen = cfg.get("gen_overrides") or {}
-    name = str(m.get("name") or m.get("spec") or "?")
+    name = str(m.name or m.spec or "?")
     return {"run_id": rec.run_id, "folder": rec.path.name, "path": str(rec.path), "kind": kind,
-            "model": name, "spec": m.get("spec"), "backend": str(m.get("backend") or "?"),
-            "identity_hash": m.get("identity_hash") or "", "gen": gen_text(gen),
-            "entry": entry_key(name, m.get("identity_hash") or "", gen),
+            "model": name, "spec": m.spec or None, "backend": str(m.backend or "?"),
+            "identity_hash": m.identity_hash or "", "gen": gen_text(gen),
+            "entry": entry_key(name, m.identity_hash or "", gen),
             "created_at": created, "date": created.date() if not pd.isna(created) else None,
-            "tags": tuple(str(t) for t in cfg.get("tags") or ()), "tasks": tuple(rec.tasks),
-            "evalkit_version": (d.get("versions") or {}).get("evalkit"), "git_sha": d.get("git_sha"),
-            "judge": (d.get("judge") or {}).get("name"), "limit": cfg.get("limit"), "seed": cfg.get("seed")}
+            "tags": tuple(str(t) for t in cfg.get("tags") or ()), "tasks": tuple(run.tasks),
+            "evalkit_version": (run.versions or {}).get("evalkit"), "git_sha": run.git_sha,
+            "judge": (run.judge or {}).get("name"), "limit": cfg.get("limit"), "seed": cfg.get("seed")}
 
 
 def static_cells(rec: RunRecord, row: dict, label: str) -> list[dict]:
     out = []
-    for task, t in rec.tasks.items():
+    for task, t in rec.run.tasks.items():
         base = {"run_id": row["run_id"], "entry": row["entry"], "label": label, "model": row["model"],
                 "backend": row["backend"], "created_at": row["created_at"], "tags": row["tags"], "task": task,
-                "family": task_family(task), "version": str(t.get("version")), "prompt_hash": t.get("prompt_hash"),
-                "n_docs": t.get("n_docs"), "col": col_key(task, t.get("version"), t.get("prompt_hash"))}
-        for i, (metric, mv) in enumerate((t.get("metrics") or {}).items()):
-            if not isinstance(mv, dict):
-                continue
-            out.append({**base, "metric": metric, "metric_order": i, "value": finite(mv.get("value")),
-                        "ci_low": finite(mv.get("ci_low")), "ci_high": finite(mv.get("ci_high")),
-                        "stderr": finite(mv.get("stderr")), "n": mv.get("n"), "kind": mv.get("kind", "mean"),
-                        "higher_is_better": bool(mv.get("higher_is_better", True))})
+                "family": task_family(task), "version": str(t.version), "prompt_hash": t.prompt_hash,
+                "n_docs": t.n_docs, "col": col_key(task, t.version, t.prompt_hash)}
+        for i, (metric, mv) in enumerate(t.metrics.items()):
+            out.append({**base, "metric": metric, "metric_order": i, "value": finite(mv.value),
+                        "ci_low": finite(mv.ci_low), "ci_high": finite(mv.ci_high), "stderr": finite(mv.stderr),
+                        "n": mv.n, "kind": mv.kind, "higher_is_better": mv.higher_is_better})
     return out
 
 

@@ -263,9 +263,9 @@ def judge_reliability(store) -> pd.DataFrame:
     judged arenas (``extra.judge_reliability``)."""
     rows = []
     for rec in store.records().values():
-        judge = (rec.data.get("judge") or {}).get("name")
-        for task, t in rec.tasks.items():
-            extra = t.get("extra") or {}
+        judge = (rec.run.judge or {}).get("name")
+        for task, t in rec.run.tasks.items():
+            extra = t.extra or {}
             found = []
             if isinstance(extra.get("judge_reliability"), dict):
                 found.append(("pairwise", extra["judge_reliability"]))
@@ -274,7 +274,7 @@ def judge_reliability(store) -> pd.DataFrame:
                 if isinstance(jd.get(mode), dict):
                     found.append((mode, jd[mode]))
             for mode, figs in found:
-                rows.append({"run_id": rec.run_id, "model": rec.model.get("name"), "task": task, "mode": mode,
+                rows.append({"run_id": rec.run_id, "model": rec.run.model.name, "task": task, "mode": mode,
                              "judge": judge or jd.get("name"), **{k: figs.get(k) for k in JUDGE_FIGURES}})
     return pd.DataFrame(rows, columns=["run_id", "model", "task", "mode", "judge", *JUDGE_FIGURES])
 

@@ -11,12 +11,12 @@ import _import_graph as g
 from conftest import REPO
 
 # The core's folders, lowest first: each may import only the folders listed for it (even lazily).
-# util < records < scoring < taskapi < backends < run; the backends see of the task API only the
-# request kinds they answer.
+# util < records < scoring < taskapi < backends < run (scoring's MetricValue is the record's); the
+# backends see of the task API only the request kinds they answer.
 ALLOWED = {
     "evalkit.util": ("evalkit.util", "evalkit.version"),
     "evalkit.records": ("evalkit.records", "evalkit.util", "evalkit.version"),
-    "evalkit.scoring": ("evalkit.scoring", "evalkit.util", "evalkit.version"),
+    "evalkit.scoring": ("evalkit.scoring", "evalkit.records", "evalkit.util", "evalkit.version"),
     "evalkit.taskapi": ("evalkit.taskapi", "evalkit.scoring", "evalkit.records", "evalkit.util", "evalkit.version"),
     "evalkit.backends": ("evalkit.backends", "evalkit.taskapi.requests", "evalkit.scoring", "evalkit.records",
                          "evalkit.util", "evalkit.version"),

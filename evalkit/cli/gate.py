@@ -158,9 +158,9 @@ def _kv(value) -> dict:
 
 def config_from_record(rec, cfg: dict) -> RunConfig:
     """The baseline record's settings, so the candidate sees exactly the same docs and prompts."""
-    rc = rec.data.get("config", {})
-    tasks = list(cfg.get("tasks") or rc.get("tasks") or list(rec.tasks))
-    missing = [t for t in tasks if t not in rec.tasks]
+    rc = rec.run.config
+    tasks = list(cfg.get("tasks") or rc.get("tasks") or list(rec.run.tasks))
+    missing = [t for t in tasks if t not in rec.run.tasks]
     if missing:
         raise EvalkitError(f"the baseline record {rec.path} has no task {', '.join(missing)}")
     if "limit" in cfg and cfg["limit"] != rc.get("limit"):

@@ -21,7 +21,7 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-from evalkit.records import RunRecord, load_run
+from evalkit.records import RunRecord, TaskEntry, load_run
 
 
 class NotComparable(ValueError):
@@ -87,24 +87,21 @@ def cluster_of(row: dict) -> str:
     return str(row.get("doc_id"))
 
 
-def _metric_infos(base_task: dict, cand_task: dict) -> dict:
+def _metric_infos(base_task: TaskEntry, cand_task: TaskEntry) -> dict:
     out = {}
-    cand_metrics = cand_task.get("metrics", {})
-    for name, m in base_task.get("metrics", {}).items():
-        if name not in cand_metrics:
-            continue
-        c = cand_metrics[name]
-        out[name] = MetricInfo(name, m.get("kind", "mean"), bool(m.get("higher_is_better", True)),
-                               m.get("value"), c.get("value"))
+    for name, m in base_task.metrics.items():
+        c = cand_task.metrics.get(name)
+        if c is not None:
+            out[name] = MetricInfo(name, m.kind, m.higher_is_better, m.value, c.value)
     return out
 
 
 def align_task(base: RunRecord, cand: RunRecord, task: str, allow_prompt_change: bool = False,
                allow_data_change: bool = False) -> AlignedTask:
-    bt, ct = base.tasks[task], cand.tasks[task]
+    bt, ct = base.run.tasks[task], cand.run.tasks[task]
     notes = []
-    if str(bt.get("version")) != str(ct.get("version")):
-        msg = f"task {task}: version differs (baseline {bt.get('version')}, candidate {ct.get('version')})"
+    if str(bt.version) != str(ct.version):
+        msg = f"task {task}: version differs (baseline {bt.version}, candidate {ct.version})"
         if not allow_prompt_change:
             raise NotComparable(msg + "; pass --allow-prompt-change to compare anyway")
         notes.append(msg)
@@ -115,8 +112,7 @@ def align_task(base: RunRecord, cand: RunRecord, task: str, allow_prompt_change:
     if only_b or only_c or changed:
         msg = (f"task {task}: the runs evaluated different data ({len(only_b)} docs only in the baseline, "
                f"{len(only_c)} only in the candidate, {len(changed)} with different content; "
-               f"baseline limit {base.data.get('config', {}).get('limit')}, "
-               f"candidate limit {cand.data.get('config', {}).get('limit')})")
+               f"baseline limit {base.run.config.get('limit')}, candidate limit {cand.run.config.get('limit')})")
         if not allow_data_change:
             raise NotComparable(msg + "; pass --allow-data-change to compare the common docs only")
         notes.append(msg + "; comparing the common docs only")
@@ -135,7 +131,7 @@ def align_task(base: RunRecord, cand: RunRecord, task: str, allow_prompt_change:
     cand_rows = [c_rows[k] for k in keys]
     _, clusters = np.unique([cluster_of(r) for r in base_rows], return_inverse=True)
     return AlignedTask(task, base_rows, cand_rows, clusters.astype(int), _metric_infos(bt, ct), notes,
-                       len(b_rows), len(c_rows), dict((bt.get("config") or {}).get("options") or {}))
+                       len(b_rows), len(c_rows), dict((bt.config or {}).get("options") or {}))
 
 
 def align_runs(base: RunRecord, cand: RunRecord, tasks: Optional[list] = None, allow_prompt_change: bool = False,

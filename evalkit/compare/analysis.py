@@ -324,10 +324,10 @@ def collect_flips(t: AlignedTask, metric: str, examples: int, higher_is_better: 
 
 
 def _run_info(rec: RunRecord) -> dict:
-    cfg = rec.data.get("config", {})
-    return {"path": str(rec.path), "run_id": rec.data.get("run_id"), "model": rec.model.get("name"),
-            "spec": rec.model.get("spec"), "created_at": rec.data.get("created_at"),
-            "gen_overrides": cfg.get("gen_overrides"), "limit": cfg.get("limit")}
+    run = rec.run
+    return {"path": str(rec.path), "run_id": run.run_id, "model": run.model.name, "spec": run.model.spec,
+            "created_at": run.created_at, "gen_overrides": run.config.get("gen_overrides"),
+            "limit": run.config.get("limit")}
 
 
 def compare_runs(baseline, candidate, opts: Optional[CompareOptions] = None) -> Comparison:

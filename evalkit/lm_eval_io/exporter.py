@@ -118,13 +118,11 @@ def results_object(rec: RunRecord, date: str) -> dict:
     results, hib, configs, versions, nshot, nsamples, hashes = {}, {}, {}, {}, {}, {}, {}
     for task, t in rec.tasks.items():
         r = {"alias": task}
-        for name, mv in (t.get("metrics") or {}).items():
-            if not isinstance(mv, dict):
-                continue
+        for name, mv in rec.run.tasks[task].metrics.items():  # typed MetricValues
             m, filt = lm_metric(name, t)
-            r[f"{m},{filt}"] = mv.get("value")
-            r[f"{m}_stderr,{filt}"] = mv.get("stderr") if mv.get("stderr") is not None else "N/A"
-            hib.setdefault(task, {})[m] = bool(mv.get("higher_is_better", True))
+            r[f"{m},{filt}"] = mv.value
+            r[f"{m}_stderr,{filt}"] = mv.stderr if mv.stderr is not None else "N/A"
+            hib.setdefault(task, {})[m] = mv.higher_is_better
         results[task] = r
         lm = (t.get("extra") or {}).get("lm_eval") or {}
         configs[task] = {**(lm.get("config") or {}), "task": task,

@@ -16,6 +16,7 @@ never leaves a half-written record.
 """
 from evalkit.records.record import (  # noqa: F401
     KINDS, SCHEMA_VERSION, ModelInfo, RecordError, Run, RunRecord, TaskEntry, atomic_write_text, iter_runs,
-    load_run, new_run, samples_filename, update_run_json, write_run,
+    load_run, migrate, new_run, samples_filename, update_run_json, write_run,
 )
+from evalkit.records.values import MetricValue, SampleRow  # noqa: F401
 from evalkit.records.redact import scrub  # noqa: F401

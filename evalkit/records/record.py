@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Union
 
 from evalkit.util.jsonio import read_json, read_jsonl
+from evalkit.records.values import MetricValue, SampleRow, metric_values
 from evalkit.records.provenance import git_sha, package_versions, run_id_for, utc_now
 from evalkit.records.redact import scrub
 
@@ -72,6 +73,15 @@ def _decode(hint, value, where: str):
         origin, args = typing.get_origin(hint), typing.get_args(hint)
     if isinstance(hint, type) and issubclass(hint, _Typed):
         return hint.from_dict(value, where)
+    try:
+        if hint == dict[str, MetricValue]:
+            return metric_values(value, where)
+        if hint == dict[str, dict[str, MetricValue]]:
+            if not isinstance(value, dict):
+                raise ValueError(f"{where}: expected an object of groups")
+            return {g: metric_values(v, f"{where}.{g}") for g, v in value.items()}
+    except ValueError as e:
+        raise RecordError(str(e)) from None
     if origin is dict and len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], _Typed):
         if not isinstance(value, dict):
             raise RecordError(f"{where}: expected an object")
@@ -106,8 +116,9 @@ class ModelInfo(_Typed):
 
 @dataclass
 class TaskEntry(_Typed):
-    """One task of a run: what ran (version, config, data and prompt hashes) and its metrics, each
-    ``{value, stderr, ci_low, ci_high, n, kind, higher_is_better}``."""
+    """One task of a run: what ran (version, config, data and prompt hashes) and its metrics, each a
+    ``MetricValue`` ``{value, stderr, ci_low, ci_high, n, kind, higher_is_better}``, also per group
+    in ``breakdowns``."""
 
     version: str = "1"
     description: str = ""
@@ -118,8 +129,8 @@ class TaskEntry(_Typed):
     dataset_fingerprint: str = ""
     prompt_hash: str = ""
     data_source: Optional[str] = None
-    metrics: dict = field(default_factory=dict)
-    breakdowns: dict = field(default_factory=dict)
+    metrics: dict[str, MetricValue] = field(default_factory=dict)
+    breakdowns: dict[str, dict[str, MetricValue]] = field(default_factory=dict)
     samples_file: Optional[str] = None
     extra: dict = field(default_factory=dict)
     rescored: Optional[dict] = None
@@ -138,6 +149,26 @@ class TaskEntry(_Typed):
     OMIT_IF_NONE: typing.ClassVar[tuple] = ("samples_file", "rescored", "ratings", "battles_file",
                                             "truncated_prompts", "verifier_hash", "grpo", "best_of_n", "budget",
                                             "declared_metrics")
+
+    def __post_init__(self):  # values built in memory (a dict or a MetricValue) are typed like loaded ones
+        self.metrics = MetricDict(self.metrics, "metrics")
+        self.breakdowns = {g: MetricDict(ms, f"breakdowns.{g}") for g, ms in self.breakdowns.items()}
+
+
+class MetricDict(dict):
+    """``{name: MetricValue}``: what is put in is checked and typed (``entry.metrics[name] = {...}``)."""
+
+    def __init__(self, values=(), where: str = "metrics"):
+        super().__init__()
+        self.where = where
+        for k, v in dict(values).items():
+            self[k] = v
+
+    def __setitem__(self, name, value):
+        try:
+            super().__setitem__(name, MetricValue.check(value, f"{self.where}.{name}"))
+        except ValueError as e:
+            raise RecordError(str(e)) from None
 
 
 @dataclass
@@ -168,12 +199,39 @@ class Run(_Typed):
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "run.json") -> "Run":
-        if isinstance(d, dict) and "kind" not in d:  # schema 1: infer what wrote it
-            d = {**d, "kind": _infer_kind(d)}
+        if isinstance(d, dict):
+            d = migrate(d)  # older shapes (schema 1: no kind, --metric in the task options)
         run = super().from_dict(d, where)
         if not run.run_id:
             raise RecordError(f"{where}: field 'run_id' is missing")
         return run
+
+
+def migrate(data: dict) -> dict:
+    """The one place older record shapes are brought up to date (as Inspect's ``migrate_values``):
+    a schema-1 record gets its ``kind`` (inferred) and its ``--metric`` specs moved from the task
+    options to the run's ``config.metrics``; metric values missing optional fields get their
+    defaults. Returns a new dict; the file is not changed."""
+    d = dict(data)
+    d.setdefault("schema_version", 1)
+    if "kind" not in d:
+        d["kind"] = _infer_kind(d)
+    cfg = d.get("config")
+    if isinstance(cfg, dict) and isinstance(cfg.get("task_options"), dict) and \
+            any(isinstance(o, dict) and "metrics" in o for o in cfg["task_options"].values()):
+        cfg = dict(cfg)
+        metrics = list(cfg.get("metrics") or [])
+        options = {}
+        for name, o in cfg["task_options"].items():
+            o = dict(o or {})
+            for spec in o.pop("metrics", None) or []:
+                if spec not in metrics:
+                    metrics.append(spec)
+            if o:
+                options[name] = o
+        cfg["task_options"], cfg["metrics"] = options, metrics
+        d["config"] = cfg
+    return d
 
 
 def _infer_kind(d: dict) -> str:
@@ -289,9 +347,12 @@ class RunRecord:
     def samples_path(self, task: str) -> Path:
         return Path(self.path) / (self.tasks[task].get("samples_file") or samples_filename(task))
 
-    def samples(self, task: str) -> Iterator[dict]:
+    def samples(self, task: str) -> Iterator[SampleRow]:
+        """The task's sample rows, typed (``row.doc_id``, ``row.metrics``, ...), each checked."""
+        path = self.samples_path(task)
         try:
-            yield from read_jsonl(self.samples_path(task))
+            for i, row in enumerate(read_jsonl(path), 1):
+                yield SampleRow.check(row, f"{path}:{i}")
         except ValueError as e:  # names the file and line
             raise RecordError(str(e)) from None
 
@@ -312,7 +373,7 @@ def load_run(path: os.PathLike) -> RunRecord:
     if data.get("schema_version", 0) > SCHEMA_VERSION:
         raise RecordError(f"{run_json}: schema_version {data['schema_version']} is newer than this evalkit "
                           f"understands ({SCHEMA_VERSION}); upgrade evalkit")
-    return RunRecord(p, data)
+    return RunRecord(p, migrate(data))
 
 
 def iter_runs(results_dir: os.PathLike) -> Iterator[RunRecord]:

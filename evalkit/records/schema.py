@@ -12,6 +12,7 @@ import typing
 from pathlib import Path
 
 from evalkit.records import record as records
+from evalkit.records.values import MetricValue
 
 SCHEMA_PATH = Path(__file__).with_name("run.schema.json")
 _SIMPLE = {str: {"type": "string"}, int: {"type": "integer"}, float: {"type": "number"},
@@ -24,6 +25,8 @@ def _type_schema(hint) -> dict:
         return {"anyOf": [_type_schema(a) for a in args]}
     if hint is type(None):
         return {"type": "null"}
+    if hint is MetricValue:
+        return {"$ref": "#/$defs/MetricValue"}
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return {"$ref": f"#/$defs/{hint.__name__}"}
     if origin is dict:
@@ -49,16 +52,29 @@ def _object_schema(cls) -> dict:
             "additionalProperties": True}
 
 
+_NUMBER_OR_NULL = {"type": ["number", "null"]}
+METRIC_VALUE = {
+    "type": "object", "description": " ".join((MetricValue.__doc__ or "").split()),
+    "properties": {"value": _NUMBER_OR_NULL, "stderr": _NUMBER_OR_NULL, "ci_low": _NUMBER_OR_NULL,
+                   "ci_high": _NUMBER_OR_NULL, "n": {"type": "integer", "minimum": 0}, "kind": {"type": "string"},
+                   "higher_is_better": {"type": "boolean"}},
+    "required": ["value"], "additionalProperties": True}
+# what every record of every schema has (schema-1 records lack kind and the blocks added later)
+REQUIRED = {"Run": ["schema_version", "run_id", "created_at", "model", "config", "tasks"],
+            "ModelInfo": ["name", "backend"],
+            "TaskEntry": ["version", "output_type", "n_docs", "metrics"]}
+
+
 def generate() -> dict:
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
               "title": "evalkit run record (run.json)",
               "description": f"schema_version {records.SCHEMA_VERSION}; records of schema 1 lack 'kind'.",
               **_object_schema(records.Run),
               "$defs": {c.__name__: _object_schema(c) for c in (records.ModelInfo, records.TaskEntry)}}
-    # schema-1 records may lack the optional top-level blocks that later writers always add
-    schema["required"] = ["schema_version", "run_id", "model", "tasks"]
-    for d in schema["$defs"].values():
-        d["required"] = []
+    schema["required"] = REQUIRED["Run"]
+    for name, d in schema["$defs"].items():
+        d["required"] = REQUIRED[name]
+    schema["$defs"]["MetricValue"] = METRIC_VALUE
     return schema
 
 

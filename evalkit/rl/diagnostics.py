@@ -152,12 +152,12 @@ def run_diagnostics(run_dir: str, tasks: Optional[list[str]] = None) -> dict:
     """Diagnostics of every verifiable generative task of a run record."""
     from evalkit.records import load_run
     run = load_run(run_dir)
-    cfg = run.data.get("config", {})
+    cfg = run.run.config
     out = {"run_id": run.run_id, "tasks": {}, "skipped": {}}
-    for name, entry in run.tasks.items():
+    for name, entry in run.run.tasks.items():
         if tasks and name not in tasks:
             continue
-        if name not in SCORING_TASK or entry.get("output_type") != "generate":
+        if name not in SCORING_TASK or entry.output_type != "generate":
             out["skipped"][name] = "not a generative task evalkit.rl verifies"
             continue
         rewards, golds, source = task_rewards(

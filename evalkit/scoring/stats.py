@@ -12,27 +12,14 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
-from dataclasses import asdict, dataclass
 from typing import Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 from scipy import stats as sps
 
+from evalkit.records.values import MetricValue  # noqa: F401 (the record's typed metric value)
+
 Z95 = 1.959963984540054
-
-
-@dataclass
-class MetricValue:
-    value: float
-    stderr: Optional[float]
-    ci_low: Optional[float]
-    ci_high: Optional[float]
-    n: int
-    kind: str  # "mean" or "corpus"
-    higher_is_better: bool = True
-
-    def to_dict(self) -> dict:
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
 
 
 def derive_seed(*parts) -> int:
