@@ -92,7 +92,7 @@ def _metric_infos(base_task: TaskEntry, cand_task: TaskEntry) -> dict:
     for name, m in base_task.metrics.items():
         c = cand_task.metrics.get(name)
         if c is not None:
-            out[name] = MetricInfo(name, m.kind, m.higher_is_better, m.value, c.value)
+            out[name] = MetricInfo(name, m.kind, m.higher_is_better, m["value"], c["value"])  # null stays None
     return out
 
 

@@ -120,7 +120,7 @@ def results_object(rec: RunRecord, date: str) -> dict:
         r = {"alias": task}
         for name, mv in rec.run.tasks[task].metrics.items():  # typed MetricValues
             m, filt = lm_metric(name, t)
-            r[f"{m},{filt}"] = mv.value
+            r[f"{m},{filt}"] = mv["value"]  # null, never NaN, in lm-eval's JSON
             r[f"{m}_stderr,{filt}"] = mv.stderr if mv.stderr is not None else "N/A"
             hib.setdefault(task, {})[m] = mv.higher_is_better
         results[task] = r

@@ -26,14 +26,15 @@ def _number(v) -> bool:
 class MetricValue(dict):
     """One reported number: ``value`` with its ``stderr`` and 95% interval (``ci_low``, ``ci_high``),
     over ``n`` items, how it was aggregated (``kind``: mean, corpus, macro) and its direction. A
-    value that is not finite (no items) is ``None``, in the record and in memory alike."""
+    value that is not finite (no items) is ``null`` in the record (``mv["value"] is None``) and NaN
+    as a number (``mv.value``)."""
 
     def __init__(self, value, stderr=None, ci_low=None, ci_high=None, n=0, kind="mean", higher_is_better=True,
                  **other):
         super().__init__(value=_finite(value), stderr=_finite(stderr), ci_low=_finite(ci_low),
                          ci_high=_finite(ci_high), n=n, kind=kind, higher_is_better=higher_is_better, **other)
 
-    value: Optional[float] = property(lambda self: self["value"])
+    value: float = property(lambda self: math.nan if self["value"] is None else self["value"])
     stderr: Optional[float] = property(lambda self: self["stderr"])
     ci_low: Optional[float] = property(lambda self: self["ci_low"])
     ci_high: Optional[float] = property(lambda self: self["ci_high"])

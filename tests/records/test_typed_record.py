@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 
 import pytest
 
@@ -72,7 +73,7 @@ def test_values_built_in_memory_are_typed_and_not_finite_is_null():
     assert MetricValue is type(mean_metric([1.0, 0.0]))
     entry = TaskEntry(metrics={"acc": mean_metric([1.0, 0.0]).to_dict()}, breakdowns={"g": {"acc": mean_metric([])}})
     assert isinstance(entry.metrics["acc"], MetricValue) and entry.metrics["acc"].n == 2
-    assert entry.breakdowns["g"]["acc"].value is None and entry.breakdowns["g"]["acc"]["value"] is None
+    assert math.isnan(entry.breakdowns["g"]["acc"].value) and entry.breakdowns["g"]["acc"]["value"] is None
     entry.metrics["pass@1"] = {"value": 1.0, "n": 3}
     assert entry.metrics["pass@1"].kind == "mean" and entry.metrics["pass@1"].ci_low is None
     with pytest.raises(RecordError, match="metrics.bad.value"):

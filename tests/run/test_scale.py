@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -31,10 +32,22 @@ def run_dir(results: Path) -> Path:
     return d
 
 
-def comparable(d: Path):
+def comparable(d: Path, parsed: bool = False):
     run = json.loads((d / "run.json").read_text())
     samples = {t: (d / f"samples_{t}.jsonl").read_text() for t in run["tasks"]}
+    if parsed:
+        samples = {t: [json.loads(x) for x in text.splitlines()] for t, text in samples.items()}
     return {k: v for k, v in run.items() if k not in VOLATILE}, samples
+
+
+def same_up_to_float_noise(a, b, rel: float = 1e-5) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=rel)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_up_to_float_noise(a[k], b[k], rel) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_up_to_float_noise(x, y, rel) for x, y in zip(a, b))
+    return a == b
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +141,9 @@ def test_ray_data_parallel_equals_single_run_and_survives_a_dead_actor(single_ru
         backend.close()
     finally:
         ray.shutdown()
-    got = comparable(Path(out.path))
-    want = comparable(single_run)
-    assert got == want
+    got = comparable(Path(out.path), parsed=True)
+    want = comparable(single_run, parsed=True)
+    # every doc, prompt, response and figure of the single-engine record; floats to 1e-5 relative: a
+    # shard retried on the surviving actor scores its wikitext windows in another fp32 batch than the
+    # single engine did (seen: -55.474135 vs -55.474155), which the exact shard/merge test above excludes
+    assert same_up_to_float_noise(got, want)
