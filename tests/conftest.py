@@ -77,6 +77,15 @@ def vllm_backend(tiny_model_dir, tmp_path_factory):
     release()
 
 
+@pytest.fixture(scope="session")
+def vllm_reward():
+    """The session's one vLLM reward engine over the reward-model fixture (``_reward_session``)."""
+    pytest.importorskip("vllm")
+    from _reward_session import release, shared_vllm_reward
+    yield shared_vllm_reward()
+    release()
+
+
 def evalkit_cli(*args, cwd=None, env: Optional[dict] = None, unset=(), timeout: float = 600,
                 threads: Optional[str] = "1") -> subprocess.CompletedProcess:
     """``python -m evalkit ARGS`` in a subprocess of this checkout (``PYTHONPATH``), one torch thread,
@@ -90,8 +99,8 @@ def evalkit_cli(*args, cwd=None, env: Optional[dict] = None, unset=(), timeout: 
 
 
 # ---- markers from what a test asks for ----------------------------------------------------------
-MODEL_FIXTURES = {"tiny_model_dir", "hf_backend", "vllm_backend", "minilm", "rm_dir"}
-VLLM_FIXTURES = {"vllm_backend"}
+MODEL_FIXTURES = {"tiny_model_dir", "hf_backend", "vllm_backend", "vllm_reward", "minilm", "rm_dir"}
+VLLM_FIXTURES = {"vllm_backend", "vllm_reward"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -101,3 +110,50 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         if names & VLLM_FIXTURES:
             item.add_marker(pytest.mark.vllm)
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker (the README's ``-n 2``)
+        _group_for_workers(items)
+
+
+# ---- several workers (pytest-xdist, ``-n 2 --dist loadgroup``) -----------------------------------
+def xdist_group_of(item) -> str:
+    """The unit a worker runs whole: the tests of the session's vLLM engine, the other vLLM tests
+    (reward, embed and rerank engines, ``vllm serve``), or one test file (so a file's module fixtures,
+    often a whole evaluation, are built once)."""
+    if "vllm_backend" in getattr(item, "fixturenames", ()):
+        return "vllm-engine"
+    if item.get_closest_marker("vllm"):
+        return "vllm-other"
+    return item.nodeid.split("::")[0]
+
+
+def _group_for_workers(items) -> None:
+    """Group every test and order the groups longest-first: the two vLLM groups (each over half an
+    hour of a 2-core machine's work would otherwise end the run alone), then files with real-model
+    tests, then the rest, so that the quick files fill the end of the run on both workers."""
+    rank = {"vllm-engine": 0, "vllm-other": 1}
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
+    first = {}
+    for i, item in enumerate(items):
+        g = xdist_group_of(item)
+        r = rank.get(g, 2 if item.get_closest_marker("slow") else 3)
+        first[g] = min(first.get(g, (r, i)), (r, i))
+    items.sort(key=lambda it: first[xdist_group_of(it)])
+
+
+def _bind_vllm_to_this_workers_cores() -> None:
+    """On worker *i* of *n*, vLLM's CPU engines compute on the *i*-th share of this process's cores
+    (``VLLM_CPU_OMP_THREADS_BIND``), so two workers' engines never fight over one core (OpenMP
+    threads bound to a busy core wait for each other). A binding set by the user wins."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or count < 2 or "VLLM_CPU_OMP_THREADS_BIND" in os.environ:
+        return
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    share = len(cpus) // count
+    if share >= 1:
+        i = int(worker[2:]) % count
+        os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, cpus[i * share:(i + 1) * share]))
+
+
+_bind_vllm_to_this_workers_cores()

@@ -33,7 +33,7 @@ def _requests():
 @pytest.fixture(scope="session")
 def rm_dir():
     pytest.importorskip("transformers")
-    from tests._reward_session import fixture_dir
+    from _reward_session import fixture_dir
     return fixture_dir()
 
 
@@ -132,10 +132,8 @@ def test_engine_dedupes_caches_by_identity_and_resumes(tmp_path, rm_dir, hf_rm, 
 
 @pytest.mark.slow
 @pytest.mark.vllm
-def test_vllm_offline_agrees_with_transformers(hf_rewards):
-    pytest.importorskip("vllm")
-    from tests._reward_session import shared_vllm_reward
-    v = shared_vllm_reward()
+def test_vllm_offline_agrees_with_transformers(hf_rewards, vllm_reward):
+    v = vllm_reward
     reqs = _requests()
     got = v.reward(reqs)
     assert max(abs(a - b) for a, b in zip(got, hf_rewards)) < 1e-4
@@ -234,7 +232,7 @@ def test_vllm_loads_a_tiny_random_qwen2_reward_model(tmp_path_factory):
     import os
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     from evalkit.backends.reward_vllm import VLLMRewardBackend
-    from tests._reward_session import tiny_qwen2_reference, tiny_qwen2_rm
+    from _reward_session import tiny_qwen2_reference, tiny_qwen2_rm
     path = tiny_qwen2_rm(tmp_path_factory.mktemp("qwen2rm") / "tiny-qwen2-rm")
     v = VLLMRewardBackend(path, dtype="float32", pooling="token", step_tag="<file_sep>", max_model_len=1024)
     try:
@@ -289,7 +287,7 @@ def test_vllm_loads_a_tiny_random_qwen2_process_reward_model(tmp_path_factory):
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     import torch
     from evalkit.backends.reward_vllm import VLLMRewardBackend
-    from tests._reward_session import tiny_qwen2_reference, tiny_qwen2_rm
+    from _reward_session import tiny_qwen2_reference, tiny_qwen2_rm
     path = tiny_qwen2_rm(tmp_path_factory.mktemp("qwen2prm") / "tiny-qwen2-prm", "Qwen2ForProcessRewardModel")
     reqs = [RewardRequest.pair("Add 2 and 3.", "2 + 3 = 5.\n\nSo the answer is 5.", steps=True),
             RewardRequest.pair("What is 6 times 7?", "6 * 7 = 42.\n\nCheck: 42 / 7 = 6.\n\nThe answer is 42.",

@@ -36,7 +36,7 @@ class PoolingServer(VLLMServer):
 
 @pytest.fixture(scope="module")
 def rm_dir():
-    from tests._reward_session import fixture_dir
+    from _reward_session import fixture_dir
     return fixture_dir()
 
 
@@ -74,7 +74,7 @@ def served(url, **kw):
     return make_reward_backend(f"vllm-server:{url}", {"api_key_env": KEY_ENV, **kw})
 
 
-def test_classify_and_pooling_agree_with_transformers_and_offline(url, hf_rewards, rm_dir):
+def test_classify_and_pooling_agree_with_transformers_and_offline(url, hf_rewards, rm_dir, vllm_reward):
     reqs = _requests()
     b = served(url)
     assert b.pooling_info()["rendering"].startswith("token ids made here")  # the served root is local
@@ -90,9 +90,7 @@ def test_classify_and_pooling_agree_with_transformers_and_offline(url, hf_reward
     assert calls == 2  # GET /v1/models once, then one POST for all 7 (batch_size 32)
     sig = served(url, activation="sigmoid").reward(reqs[:2])
     assert all(abs(s - 1 / (1 + math.exp(-h))) < 1e-4 for s, h in zip(sig, hf_rewards))
-    # the offline engine of the session (tests/_reward_session.py) on the same requests
-    from tests._reward_session import shared_vllm_reward
-    offline = shared_vllm_reward().reward(reqs)
+    offline = vllm_reward.reward(reqs)  # the session's offline engine on the same requests
     assert max(abs(a - o) for a, o in zip(got, offline)) < 1e-4
 
 

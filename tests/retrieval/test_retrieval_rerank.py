@@ -102,9 +102,7 @@ def test_reranked_metrics_equal_metrics_by_hand_and_a_rerun_scores_nothing(hf_re
 
 
 @pytest.mark.vllm
-def test_vllm_and_transformers_rerank_scores_agree(fixture_dir, hf_reranker):
-    pytest.importorskip("vllm")
-    import _reward_session
+def test_vllm_and_transformers_rerank_scores_agree(fixture_dir, hf_reranker, vllm_reward):
     from evalkit.taskapi.requests import RewardRequest
     from evalkit.retrieval.rerank import RerankSpec
     task = _xsum_task(12)
@@ -115,8 +113,7 @@ def test_vllm_and_transformers_rerank_scores_agree(fixture_dir, hf_reranker):
     hf = hf_reranker.reward(reqs)
     shuffled = list(range(len(reqs)))
     random.Random(3).shuffle(shuffled)
-    v = _reward_session.shared_vllm_reward()
-    vv = v.reward([reqs[i] for i in shuffled])
+    vv = vllm_reward.reward([reqs[i] for i in shuffled])
     got = {i: x for i, x in zip(shuffled, vv)}
     assert max(abs(hf[i] - got[i]) for i in range(len(reqs))) < 1e-4
     assert len({round(x, 3) for x in hf}) > 10  # real scores, not a constant

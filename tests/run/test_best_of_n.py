@@ -90,7 +90,7 @@ def test_votes():
 @pytest.fixture(scope="module")
 def rm_dir():
     pytest.importorskip("transformers")
-    from tests._reward_session import fixture_dir
+    from _reward_session import fixture_dir
     return fixture_dir()
 
 
