@@ -69,8 +69,8 @@ def arena_cells(rec: RunRecord, row: dict, by_name: dict, labels: dict) -> list[
     """A rated model joins the static row of the same name when exactly one exists, else its own row."""
     out = []
     for task, t in rec.tasks.items():
-        ratings = t.get("ratings") or {}
-        method = (t.get("config") or {}).get("method", "bt")
+        ratings = t.ratings or {}
+        method = t.config.get("method", "bt")
         for model, r in ratings.items():
             if not isinstance(r, dict):
                 continue
@@ -78,8 +78,8 @@ def arena_cells(rec: RunRecord, row: dict, by_name: dict, labels: dict) -> list[
             entry = entries[0] if len(entries) == 1 else entry_key(model, "", {"arena": True})
             out.append({"run_id": row["run_id"], "entry": entry, "label": labels.get(entry, model), "model": model,
                         "backend": "arena", "created_at": row["created_at"], "tags": row["tags"], "task": task,
-                        "family": "arena", "version": str(t.get("version")), "prompt_hash": t.get("prompt_hash"),
-                        "n_docs": t.get("n_docs"), "col": col_key(task, t.get("version"), t.get("prompt_hash")),
+                        "family": "arena", "version": str(t.version), "prompt_hash": t.prompt_hash,
+                        "n_docs": t.n_docs, "col": col_key(task, t.version, t.prompt_hash),
                         "metric": f"rating ({method})", "metric_order": 0, "value": finite(r.get("rating")),
                         "ci_low": finite(r.get("ci_low")), "ci_high": finite(r.get("ci_high")), "stderr": None,
                         "n": r.get("n_battles"), "kind": "rating", "higher_is_better": True})

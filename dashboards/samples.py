@@ -81,8 +81,7 @@ def _response_text(r) -> str:
 
 
 def samples_path(rec: RunRecord, task: str) -> Path:
-    entry = rec.tasks.get(task, {})
-    return rec.path / entry.get("samples_file", f"samples_{task}.jsonl")
+    return rec.samples_path(task) if task in rec.tasks else rec.path / f"samples_{task}.jsonl"
 
 
 def read_samples(path: Path) -> tuple[list[dict], list[str]]:

@@ -36,17 +36,10 @@ class _Loaded:
 
 
 def _check(rec: RunRecord) -> RunRecord:
-    """The fields every view relies on, with the file named when one is wrong."""
-    where = rec.path / "run.json"
-    if not isinstance(rec.data, dict) or not isinstance(rec.data.get("run_id"), str):
-        raise ValueError(f"{where}: field 'run_id' is missing or not a string")
-    if not isinstance(rec.data.get("tasks", {}), dict):
-        raise ValueError(f"{where}: field 'tasks' should be an object")
-    for task, t in rec.tasks.items():
-        if not isinstance(t, dict):
-            raise ValueError(f"{where}: field 'tasks.{task}' should be an object")
-    if not isinstance(rec.data.get("model", {}), dict):
-        raise ValueError(f"{where}: field 'model' should be an object")
+    """``load_run`` has typed the record (tasks, model and metric values, a wrong one named by file
+    and field); the run id every view keys on must also be a string."""
+    if not isinstance(rec.run.run_id, str):
+        raise ValueError(f"{rec.path / 'run.json'}: field 'run_id' is missing or not a string")
     return rec
 
 

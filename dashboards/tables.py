@@ -19,7 +19,23 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from evalkit.records import MetricValue
+
 from .ranking import tied_ranks  # noqa: F401 (the rank rule, re-exported)
+
+
+def as_metric_value(d) -> Optional[MetricValue]:
+    """A figure nested in an entry (GRPO group figures, best-of-N metrics) typed as a
+    ``MetricValue``; None when it is absent or not one."""
+    try:
+        return MetricValue.check(d, "figure") if d is not None else None
+    except ValueError:
+        return None
+
+
+def metric_cells(mv: MetricValue) -> dict:
+    """The frame columns of one metric value: value (NaN when the record holds null), CI ends, n."""
+    return {"value": mv.value, "ci_low": mv.ci_low, "ci_high": mv.ci_high, "n": mv.n}
 
 TIE_RULE = ("Ranks: per column, sorted best first, a model shares the rank of its group's leader while its "
             "95% CI overlaps the leader's CI; the first model that does not overlap leads the next group "
@@ -166,20 +182,19 @@ def breakdowns(store, cells: pd.DataFrame, col: str) -> pd.DataFrame:
     rows = []
     recs = store.records()
     for _, c in sel.iterrows():
-        t = recs[c["run_id"]].tasks.get(c["task"], {})
-        for key, metrics in (t.get("breakdowns") or {}).items():
+        t = recs[c["run_id"]].tasks.get(c["task"])
+        if t is None:
+            continue
+        for key, metrics in t.breakdowns.items():
             dim, group = key.split(":", 1) if ":" in key else ("category", key)
-            for m, mv in (metrics or {}).items():
-                if isinstance(mv, dict):
-                    rows.append({"model": c["label"], "run_id": c["run_id"], "dimension": dim, "group": group,
-                                 "metric": m, "value": mv.get("value"), "ci_low": mv.get("ci_low"),
-                                 "ci_high": mv.get("ci_high"), "n": mv.get("n")})
-        for m, mv in (t.get("metrics") or {}).items():
+            for m, mv in metrics.items():
+                rows.append({"model": c["label"], "run_id": c["run_id"], "dimension": dim, "group": group,
+                             "metric": m, **metric_cells(mv)})
+        for m, mv in t.metrics.items():
             base, sep, turn = m.rpartition("_turn")
-            if sep and turn.isdigit() and isinstance(mv, dict):
+            if sep and turn.isdigit():
                 rows.append({"model": c["label"], "run_id": c["run_id"], "dimension": "turn", "group": turn,
-                             "metric": base, "value": mv.get("value"), "ci_low": mv.get("ci_low"),
-                             "ci_high": mv.get("ci_high"), "n": mv.get("n")})
+                             "metric": base, **metric_cells(mv)})
     return pd.DataFrame(rows, columns=BREAKDOWN_COLUMNS)
 
 
@@ -195,12 +210,11 @@ def grpo_figures(store, cells: pd.DataFrame, col: str) -> pd.DataFrame:
     for _, c in sel.iterrows():
         g = recs[c["run_id"]].tasks.get(c["task"], {}).get("grpo") or {}
         for name, mv in (g.get("figures") or {}).items():
-            if isinstance(mv, dict):
+            mv = as_metric_value(mv)
+            if mv is not None:
                 k = int(name[5:]) if name.startswith("pass@") and name[5:].isdigit() else None
                 rows.append({"model": c["label"], "run_id": c["run_id"], "G": (g.get("G") or [None])[0],
-                             "figure": name, "k": k, "value": mv.get("value"), "ci_low": mv.get("ci_low"),
-                             "ci_high": mv.get("ci_high"), "n": mv.get("n"),
-                             "higher_is_better": mv.get("higher_is_better", True)})
+                             "figure": name, "k": k, **metric_cells(mv), "higher_is_better": mv.higher_is_better})
     return pd.DataFrame(rows, columns=GRPO_COLUMNS)
 
 
@@ -236,18 +250,18 @@ def best_of_n_figures(store, cells: pd.DataFrame, col: str, latest_only: bool = 
                     continue
                 band_list = bands.get(method) or []
                 band = band_list[i] if i < len(band_list) else None
-                mv = metrics.get(f"{method}@{k}") or (metrics.get("pass@1") if method == "pass@1" and k == ns[-1]
-                                                      else None) or {}
-                lo, hi = (band if band else (mv.get("ci_low"), mv.get("ci_high")))
+                mv = as_metric_value(metrics.get(f"{method}@{k}") or (metrics.get("pass@1") if method == "pass@1"
+                                                                      and k == ns[-1] else None))
+                lo, hi = band if band else (mv.ci_low, mv.ci_high) if mv else (None, None)
                 rows.append({"model": c["label"], "run_id": c["run_id"], "reward_model": rm, "method": method,
-                             "k": int(k), "value": float(v), "ci_low": lo, "ci_high": hi, "n": mv.get("n", n_items)})
+                             "k": int(k), "value": float(v), "ci_low": lo, "ci_high": hi,
+                             "n": mv.n if mv else n_items})
         n = b.get("n_samples") or ns[-1]
         for label in ("pass@1", f"maj@{n}", f"oracle@{n}", f"rm_best_of@{n}", "rm_auroc"):
-            mv = metrics.get(label)
-            if isinstance(mv, dict):
+            mv = as_metric_value(metrics.get(label))
+            if mv is not None:
                 heads.append({"model": c["label"], "run_id": c["run_id"], "reward_model": rm, "N": int(n),
-                              "figure": label, "value": mv.get("value"), "ci_low": mv.get("ci_low"), "ci_high": mv.get("ci_high"),
-                              "n": mv.get("n")})
+                              "figure": label, **metric_cells(mv)})
     return (pd.DataFrame(rows, columns=BEST_OF_N_COLUMNS),
             pd.DataFrame(heads, columns=["model", "run_id", "reward_model", "N", "figure", "value", "ci_low",
                                          "ci_high", "n"]))

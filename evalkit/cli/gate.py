@@ -169,14 +169,14 @@ def config_from_record(rec, cfg: dict) -> RunConfig:
     data_over = {k: _path(cfg, v) for k, v in cfg.get("data", {}).items()}
     data, task_opts = {}, {}
     for t in tasks:
-        td = rec.tasks[t]
+        td = rec.run.tasks[t]
         hub = registry.get_task_class(t).dataset.hub_path
-        src = td.get("data_source")
+        src = td.data_source
         if t in data_over:
             data[t] = data_over[t]
         elif src and src != hub:
             data[t] = src
-        opts = (td.get("config") or {}).get("options") or {}
+        opts = td.config.get("options") or {}
         if opts:
             task_opts[t] = dict(opts)
     # the baseline's own few-shot files (--fewshot-data) unless the config points elsewhere

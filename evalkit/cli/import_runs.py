@@ -9,6 +9,7 @@ so the run pairs with an evalkit run of that task by doc (compare checks the pro
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from evalkit.cli.run import parse_data_paths
@@ -65,6 +66,6 @@ def run(args) -> int:
             lm = entry.extra["lm_eval"]
             same = lm.get("prompts_identical_to_evalkit")
             paired = f"; prompts identical to evalkit's: {same}/{entry.n_docs}" if same is not None else ""
-            shown = ", ".join(f"{m} {v['value']:.4f}" for m, v in entry.metrics.items() if v.get("value") is not None)
+            shown = ", ".join(f"{m} {v.value:.4f}" for m, v in entry.metrics.items() if math.isfinite(v.value))
             print(f"  {name} (lm-eval {lm['task']}): {entry.n_docs} samples; {shown}{paired}")
     return 0

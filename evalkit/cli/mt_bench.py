@@ -14,6 +14,7 @@ import math
 
 from evalkit.backends import parse_model_args
 from evalkit.cli.run import open_cache
+from evalkit.records import MetricValue, Run
 
 
 def register(sub):
@@ -58,24 +59,24 @@ def _f(x, d=2):
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{d}f}"
 
 
-def _ci(m):
-    return f"[{_f(m.get('ci_low'))}, {_f(m.get('ci_high'))}]" if m.get("ci_low") is not None else "-"
+def _ci(m: MetricValue) -> str:
+    return f"[{_f(m.ci_low)}, {_f(m.ci_high)}]" if m.ci_low is not None else "-"
 
 
 def format_summary(outs: list) -> str:
+    runs = [o["run"] if isinstance(o["run"], Run) else Run.from_dict(o["run"]) for o in outs]
     rows = [("model", "metric", "value", "95% CI", "n")]
-    for o in outs:
-        t = o["run"]["tasks"]["mt_bench"]
-        for name, m in t["metrics"].items():
-            rows.append((o["run"]["model"]["name"], name, _f(m["value"]), _ci(m), str(m["n"])))
+    for run in runs:
+        for name, m in run.tasks["mt_bench"].metrics.items():
+            rows.append((run.model.name, name, _f(m.value), _ci(m), str(m.n)))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     if outs:
-        judge = outs[0]["run"]["tasks"]["mt_bench"]["extra"]["judge"]
+        judge = runs[0].tasks["mt_bench"].extra["judge"]
         lines.append(f"\njudge {judge['name']}:")
         for kind in ("single", "pairwise"):
-            figs = [o["run"]["tasks"]["mt_bench"]["extra"]["judge"].get(kind) for o in outs]
+            figs = [run.tasks["mt_bench"].extra["judge"].get(kind) for run in runs]
             figs = [f for f in figs if f]
             if not figs:
                 continue
@@ -89,7 +90,7 @@ def format_summary(outs: list) -> str:
             else:
                 line += f", score~length spearman {', '.join(_f(f['length_spearman'], 3) for f in figs)}"
             lines.append(line)
-    for o in outs:
-        if "path" in o["run"]:
-            lines.append(f"run record: {o['run']['path']}")
+    for run in runs:
+        if run.path:
+            lines.append(f"run record: {run.path}")
     return "\n".join(lines)

@@ -11,7 +11,7 @@ from evalkit.taskapi import registry
 from evalkit.run import validation
 from evalkit.backends import BACKENDS, make_backend, parse_model_args, split_spec
 from evalkit.run.cache import NullCache, ResponseCache
-from evalkit.records import write_run
+from evalkit.records import Run, write_run
 from evalkit.run.runner import RunConfig, evaluate, load_tasks
 
 
@@ -221,8 +221,8 @@ def run(args):
         cache.close()
     failed = 0
     for run in outs:
-        print(format_table(run.to_dict()))
-        budget_warnings(run.to_dict())
+        print(format_table(run))
+        budget_warnings(run)
         if args.no_output:
             continue
         try:
@@ -259,13 +259,13 @@ def write_out(config: RunConfig, task_runs, n: int = 3) -> int:
     return 0
 
 
-def budget_warnings(run: dict) -> None:
+def budget_warnings(run: Run) -> None:
     """One line per task whose budget shares exceed 5% (hit max_tokens, unclosed trace, no answer)."""
     from evalkit.scoring.budgets import run_usage
-    for task, t in run["tasks"].items():
-        for w in (t.get("budget") or {}).get("warnings") or []:
+    for task, t in run.tasks.items():
+        for w in (t.budget or {}).get("warnings") or []:
             print(f"evalkit run: warning: {task}: {w}", file=sys.stderr)
-    usage = run_usage(run["tasks"])
+    usage = run_usage(run.tasks)
     if usage:
         print("token usage: " + ", ".join(f"{k} {v}" for k, v in sorted(usage.items())))
 
@@ -276,20 +276,21 @@ def _fmt(x, digits=4):
     return f"{x:.{digits}f}"
 
 
-def format_table(run: dict) -> str:
+def format_table(run) -> str:
+    """The run's metric table (value, 95% CI, n) and a line of engine counts; ``run`` is the typed
+    ``Run`` (a run.json object is read into one)."""
+    if not isinstance(run, Run):
+        run = Run.from_dict(run)
     rows = [("task", "metric", "value", "± 95% CI", "n")]
-    for task, t in run["tasks"].items():
-        for metric, m in t["metrics"].items():
-            if m.get("ci_low") is not None:
-                ci = f"[{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]"
-            else:
-                ci = "-"
-            rows.append((task, metric, _fmt(m["value"]), ci, str(m["n"])))
+    for task, t in run.tasks.items():
+        for metric, m in t.metrics.items():
+            ci = f"[{_fmt(m.ci_low)}, {_fmt(m.ci_high)}]" if m.ci_low is not None else "-"
+            rows.append((task, metric, _fmt(m.value), ci, str(m.n)))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    eng = run.get("engine") or {}  # absent when nothing went to a model (a retriever without a reranker)
+    eng = run.engine  # empty when nothing went to a model (a retriever without a reranker)
     counts = (f"requests: {eng.get('requested', 0)}, unique {eng.get('unique', 0)}, cached {eng.get('cached', 0)}, "
               f"computed {eng.get('computed', 0)}; ") if eng else ""
-    lines.append(f"\nmodel {run['model']['name']} ({run['model']['backend']}); {counts}{run['timings']['total_s']:.1f}s")
+    lines.append(f"\nmodel {run.model.name} ({run.model.backend}); {counts}{run.timings['total_s']:.1f}s")
     return "\n".join(lines)

@@ -56,7 +56,7 @@ def run(args):
                       data_path=args.data, task_options=parse_model_args(args.task_args), seed=args.seed,
                       limit=args.limit, name=args.name, tags=args.tag, metrics=metrics)
     run = rescore(cfg, None if args.no_output else args.output)
-    print(format_table(run.to_dict()))
+    print(format_table(run))
     if run.path:
         print(f"\nrun record: {run.path}")
     return 0

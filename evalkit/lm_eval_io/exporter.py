@@ -13,13 +13,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
 from evalkit.lm_eval_io.samples import RENAMES
-from evalkit.records import RunRecord, atomic_write_text
+from evalkit.records import RunRecord, TaskEntry, atomic_write_text
 
 LM_TYPES = {"multiple_choice": "multiple_choice", "generate": "generate_until",
             "loglikelihood_rolling": "loglikelihood_rolling"}
@@ -31,9 +32,9 @@ def _sha(x) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def lm_metric(name: str, entry: dict) -> tuple[str, str]:
+def lm_metric(name: str, entry: TaskEntry) -> tuple[str, str]:
     """(lm-eval metric, filter) of an evalkit metric name."""
-    names = ((entry.get("extra") or {}).get("lm_eval") or {}).get("metric_names") or {}
+    names = (entry.extra.get("lm_eval") or {}).get("metric_names") or {}
     if name in names:
         return tuple(names[name])
     if name in _REVERSE:
@@ -47,8 +48,9 @@ def _task_docs(rec: RunRecord, task: str) -> dict:
     from evalkit.taskapi import registry
     try:
         cls = registry.get_task_class(task)
-        t = cls(data_path=rec.tasks[task].get("data_source") if rec.tasks[task].get("data_source") != cls.dataset.hub_path
-                else None, **((rec.tasks[task].get("config") or {}).get("options") or {}))
+        entry = rec.tasks[task]
+        t = cls(data_path=entry.data_source if entry.data_source != cls.dataset.hub_path else None,
+                **(entry.config.get("options") or {}))
         return {"_task": t, **{d.id: d for d in t.eval_docs()}}
     except Exception:  # noqa: BLE001 (no data here: the export goes on without docs)
         return {}
@@ -68,8 +70,7 @@ def _resps(row: dict, output_type: str, filtered_value):
 
 
 def sample_lines(rec: RunRecord, task: str, docs: dict) -> list[dict]:
-    entry = rec.tasks[task]
-    ot = entry.get("output_type", "")
+    ot = rec.tasks[task].output_type
     ek_task = docs.get("_task")
     lines = []
     for i, row in enumerate(rec.samples(task)):
@@ -112,45 +113,44 @@ def sample_lines(rec: RunRecord, task: str, docs: dict) -> list[dict]:
 
 
 def results_object(rec: RunRecord, date: str) -> dict:
-    d = rec.data
-    model = d.get("model") or {}
-    cfg = d.get("config") or {}
+    run = rec.run
+    model, cfg = run.model, run.config
     results, hib, configs, versions, nshot, nsamples, hashes = {}, {}, {}, {}, {}, {}, {}
-    for task, t in rec.tasks.items():
+    for task, t in run.tasks.items():
         r = {"alias": task}
-        for name, mv in rec.run.tasks[task].metrics.items():  # typed MetricValues
+        for name, mv in t.metrics.items():
             m, filt = lm_metric(name, t)
-            r[f"{m},{filt}"] = mv["value"]  # null, never NaN, in lm-eval's JSON
+            r[f"{m},{filt}"] = mv.value if math.isfinite(mv.value) else None  # null, never NaN, in lm-eval's JSON
             r[f"{m}_stderr,{filt}"] = mv.stderr if mv.stderr is not None else "N/A"
             hib.setdefault(task, {})[m] = mv.higher_is_better
         results[task] = r
-        lm = (t.get("extra") or {}).get("lm_eval") or {}
+        lm = t.extra.get("lm_eval") or {}
         configs[task] = {**(lm.get("config") or {}), "task": task,
-                         "output_type": LM_TYPES.get(t.get("output_type"), t.get("output_type")),
-                         "num_fewshot": t.get("num_fewshot"), "description": t.get("description", ""),
-                         "metadata": {"version": t.get("version"), "evalkit_prompt_hash": t.get("prompt_hash"),
-                                      "evalkit_data_source": t.get("data_source"),
-                                      "evalkit_metrics": t.get("metrics")}}
-        versions[task] = t.get("version")
-        nshot[task] = t.get("num_fewshot")
-        nsamples[task] = {"original": t.get("n_docs"), "effective": t.get("n_docs")}
-        hashes[task] = t.get("prompt_hash")
+                         "output_type": LM_TYPES.get(t.output_type, t.output_type),
+                         "num_fewshot": t.num_fewshot, "description": t.description,
+                         "metadata": {"version": t.version, "evalkit_prompt_hash": t.prompt_hash,
+                                      "evalkit_data_source": t.data_source,
+                                      "evalkit_metrics": {k: v.to_dict() for k, v in t.metrics.items()}}}
+        versions[task] = t.version
+        nshot[task] = t.num_fewshot
+        nsamples[task] = {"original": t.n_docs, "effective": t.n_docs}
+        hashes[task] = t.prompt_hash
     lm_cfg = (cfg.get("lm_eval") or {}).get("config") or {}
     gen = cfg.get("gen_overrides") or {}
-    config = {**lm_cfg, "model": lm_cfg.get("model") or model.get("backend"),
-              "model_args": lm_cfg.get("model_args") or model.get("args") or {}, "limit": cfg.get("limit"),
+    config = {**lm_cfg, "model": lm_cfg.get("model") or model.backend,
+              "model_args": lm_cfg.get("model_args") or model.args or {}, "limit": cfg.get("limit"),
               "gen_kwargs": lm_cfg.get("gen_kwargs") or {("max_gen_toks" if k == "max_tokens" else k): v
                                                           for k, v in gen.items()},
               "fewshot_seed": cfg.get("seed"), "random_seed": cfg.get("seed")}
-    name = str(model.get("spec") or model.get("name") or "model")
+    name = str(model.spec or model.name or "model")
     return {"results": results, "group_subtasks": {}, "configs": configs, "versions": versions, "n-shot": nshot,
-            "higher_is_better": hib, "n-samples": nsamples, "config": config, "git_hash": d.get("git_sha"),
-            "date": date, "task_hashes": hashes, "model_source": model.get("backend"), "model_name": name,
+            "higher_is_better": hib, "n-samples": nsamples, "config": config, "git_hash": run.git_sha,
+            "date": date, "task_hashes": hashes, "model_source": model.backend, "model_name": name,
             "model_name_sanitized": sanitize(name), "system_instruction": cfg.get("system_prompt"),
             "chat_template": None, "fewshot_as_multiturn": None,
-            "total_evaluation_time_seconds": str((d.get("timings") or {}).get("total_s", "")),
-            "evalkit": {"run_id": rec.run_id, "kind": d.get("kind"), "created_at": d.get("created_at"),
-                        "versions": d.get("versions")}}
+            "total_evaluation_time_seconds": str(run.timings.get("total_s", "")),
+            "evalkit": {"run_id": run.run_id, "kind": run.kind, "created_at": run.created_at,
+                        "versions": run.versions}}
 
 
 def sanitize(name: str) -> str:

@@ -62,6 +62,31 @@ class _Typed:
         out.update(self.other)
         return out
 
+    # Read access by the JSON's keys (``entry["extra"]``, ``model.get("args")``), so readers written
+    # against the raw dict keep working on the typed record; a None optional field is absent, as in the JSON.
+    def __getitem__(self, key: str):
+        if key != "other" and key in self.__dataclass_fields__:
+            v = getattr(self, key)
+            if v is None and key in self.OMIT_IF_NONE:
+                raise KeyError(key)
+            return v
+        return self.other[key]
+
+    def get(self, key: str, default=None):
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key, _MISSING) is not _MISSING
+
+    def keys(self) -> list:
+        return [k for k in self.__dataclass_fields__ if k != "other" and k in self] + list(self.other)
+
+
+_MISSING = object()
+
 
 def _decode(hint, value, where: str):
     origin = typing.get_origin(hint)
@@ -319,7 +344,8 @@ def update_run_json(folder: os.PathLike, run: Run) -> Path:
 # ---- reading ----------------------------------------------------------------------------------
 @dataclass
 class RunRecord:
-    """A record on disk: its folder, the typed ``run`` and the raw ``data`` it was parsed from."""
+    """A record on disk: its folder and the typed ``run`` (``tasks``, ``model`` and ``metrics(task)`` are
+    its parts); ``data`` is the raw JSON it was parsed from, for tools that copy a record whole."""
 
     path: Path
     data: dict = field(repr=False)
@@ -334,18 +360,18 @@ class RunRecord:
         return self.run.run_id
 
     @property
-    def tasks(self) -> dict:
-        return self.data.get("tasks", {})
+    def tasks(self) -> dict[str, TaskEntry]:
+        return self.run.tasks
 
     @property
-    def model(self) -> dict:
-        return self.data.get("model", {})
+    def model(self) -> ModelInfo:
+        return self.run.model
 
-    def metrics(self, task: str) -> dict:
-        return self.tasks[task]["metrics"]
+    def metrics(self, task: str) -> dict[str, MetricValue]:
+        return self.run.tasks[task].metrics
 
     def samples_path(self, task: str) -> Path:
-        return Path(self.path) / (self.tasks[task].get("samples_file") or samples_filename(task))
+        return Path(self.path) / (self.tasks[task].samples_file or samples_filename(task))
 
     def samples(self, task: str) -> Iterator[SampleRow]:
         """The task's sample rows, typed (``row.doc_id``, ``row.metrics``, ...), each checked."""

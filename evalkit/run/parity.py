@@ -33,7 +33,7 @@ class Collected:
     name: str
     backend: str
     identity_hash: str
-    tasks: dict = field(default_factory=dict)  # task -> {"requests", "answers", "rows", "entry", "output_type"}
+    tasks: dict = field(default_factory=dict)  # task -> {"requests", "answers", "rows", "entry" (TaskEntry), "output_type"}
 
 
 def collect(backend, config: RunConfig, cache, progress=False) -> Collected:
@@ -47,7 +47,7 @@ def collect(backend, config: RunConfig, cache, progress=False) -> Collected:
     for tr in p.task_runs:
         name = tr.task.name
         out.tasks[name] = {"requests": tr.requests, "answers": [[answers[r.key()] for r in reqs] for reqs in tr.requests],
-                           "rows": rows[name], "entry": entries[name].to_dict(), "output_type": tr.task.output_type}
+                           "rows": rows[name], "entry": entries[name], "output_type": tr.task.output_type}
     return out
 
 
@@ -102,12 +102,12 @@ def compare_task(ta: dict, tb: dict, max_examples: int = 10) -> dict:
                 ex["margin_a"], ex["margin_b"] = _margin(ra["responses"]), _margin(rb["responses"])
             pred_examples.append(ex)
     metrics = {}
-    ma, mb = ta["entry"]["metrics"], tb["entry"]["metrics"]
+    ma, mb = ta["entry"].metrics, tb["entry"].metrics
     for name in ma:
         if name not in mb:
             continue
-        va, vb = ma[name].get("value"), mb[name].get("value")
-        if va is None or vb is None:
+        va, vb = ma[name].value, mb[name].value
+        if not (math.isfinite(va) and math.isfinite(vb)):
             continue
         diff = vb - va
         unit = 0 <= va <= 1 and 0 <= vb <= 1

@@ -30,7 +30,7 @@ from typing import Optional, Sequence
 
 from evalkit.taskapi import registry
 from evalkit.taskapi.data import DataError, decoded_lines
-from evalkit.records import ModelInfo, Run, RunRecord, load_run, new_run, samples_filename, write_run
+from evalkit.records import ModelInfo, Run, RunRecord, load_run, new_run, write_run
 from evalkit.run.config import RunConfig
 from evalkit.run.post_process import finish_task
 from evalkit.run.score import score_docs
@@ -116,7 +116,7 @@ def read_predictions(path, task: str) -> Predictions:
         run = load_run(p)
         if task not in run.tasks:
             raise ValueError(f"{run.path}: run has no task {task!r} (has {', '.join(run.tasks) or 'none'})")
-        p = run.path / run.tasks[task].get("samples_file", samples_filename(task))
+        p = run.samples_path(task)
     elif p.name.startswith("samples_") and (p.parent / "run.json").is_file():
         run = load_run(p.parent)
     if p.suffix.lower() in (".jsonl", ".ndjson"):
@@ -175,10 +175,10 @@ def _carry_over(cfg: ScoreConfig, preds: Predictions) -> tuple[RunConfig, dict, 
     (run config, task options, local data path, reference files, model)."""
     if preds.run is None:
         return RunConfig(tasks=[cfg.task]), {}, None, [], None
-    entry = preds.run.tasks.get(cfg.task, {})
-    options = dict((entry.get("config") or {}).get("options") or {})
+    entry = preds.run.tasks.get(cfg.task)
+    options = dict(entry.config.get("options") or {}) if entry else {}
     old = RunConfig.from_record({**preds.run.run.config, "task_options": {cfg.task: options}})
-    src = entry.get("data_source") or ""
+    src = (entry.data_source if entry else None) or ""
     refs = json.loads(src[len(REFS_PREFIX):]) if src.startswith(REFS_PREFIX) else []
     data = src if src and not refs and Path(src).exists() else None
     return old, old.task_options.get(cfg.task, {}), data, refs, preds.run.run.model

@@ -84,8 +84,7 @@ def compute(problems: Sequence[dict], seed: int = 1234, task: str = "") -> dict:
             label = "pass@1" if name == "pass@1" else f"{name}@{k}"
             mv = mean_metric(values)
             curves[name].append(mv.value)
-            d = mv.to_dict()
-            bands[name].append([d["ci_low"], d["ci_high"]])
+            bands[name].append([mv.ci_low, mv.ci_high])
             if name != "pass@1" or k == n:
                 metrics[label if name != "pass@1" else "pass@1"] = mv.to_dict()
     if not voting:

@@ -15,16 +15,19 @@ from evalkit.util.extras import require
 from evalkit.sinks.payload import Payload
 
 
+def _finite(x) -> bool:
+    return x is not None and x == x and abs(x) != float("inf")
+
+
 def card(payload: Payload) -> str:
     lines = [f"# evalkit run {payload.run_id}", "", f"model: `{payload.tags['evalkit.model']}` "
              f"(backend {payload.tags['evalkit.backend']})", "", "| task | metric | value | 95% CI | n |",
              "|---|---|---:|---|---:|"]
-    for task, t in payload.run_json.get("tasks", {}).items():
-        for m, v in (t.get("metrics") or {}).items():
-            ci = (f"[{v['ci_low']:.4f}, {v['ci_high']:.4f}]" if isinstance(v.get("ci_low"), (int, float))
-                  and isinstance(v.get("ci_high"), (int, float)) else "-")
-            val = f"{v['value']:.4f}" if isinstance(v.get("value"), (int, float)) else "-"
-            lines.append(f"| {task} | {m} | {val} | {ci} | {v.get('n', '-')} |")
+    for task, entry in payload.run.tasks.items():
+        for m, v in entry.metrics.items():
+            ci = f"[{v.ci_low:.4f}, {v.ci_high:.4f}]" if _finite(v.ci_low) and _finite(v.ci_high) else "-"
+            val = f"{v.value:.4f}" if _finite(v.value) else "-"
+            lines.append(f"| {task} | {m} | {val} | {ci} | {v.n} |")
     return "\n".join(lines) + "\n"
 
 

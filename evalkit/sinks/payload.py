@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-from evalkit.records import RunRecord, load_run, scrub
+from evalkit.records import Run, RunRecord, load_run, scrub
 
 STAT_FIELDS = ("ci_low", "ci_high", "stderr", "n")
 
@@ -56,6 +56,7 @@ class Payload:
     run_json: dict                              # the scrubbed run.json
     tables: dict = field(default_factory=dict)  # task -> (columns, rows)
     files: dict = field(default_factory=dict)   # file name in the record -> Path (for the hub sink)
+    run: Optional[Run] = None                   # the typed record (metric values as MetricValue)
 
 
 def samples_table(rec: RunRecord, task: str, limit_chars: int = 4000) -> tuple[list, list]:
@@ -83,33 +84,35 @@ def samples_table(rec: RunRecord, task: str, limit_chars: int = 4000) -> tuple[l
     return cols, scrub(rows)
 
 
+def _finite(x) -> Optional[float]:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
+
+
 def build(path, samples: bool = True) -> Payload:
     rec = load_run(path)
-    data = scrub(rec.data)
+    run = rec.run
     metrics = {}
-    for task, t in data.get("tasks", {}).items():
-        for m, v in (t.get("metrics") or {}).items():
-            for stat in (None,) + STAT_FIELDS:
-                x = v.get(stat or "value")
-                if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x)):
-                    metrics[metric_key(task, m, stat)] = float(x)
-    model = data.get("model", {})
-    params = {**_flat(data.get("config"), "config."),
+    for task, entry in run.tasks.items():
+        for m, v in entry.metrics.items():
+            for stat, x in ((None, v.value), ("ci_low", v.ci_low), ("ci_high", v.ci_high), ("stderr", v.stderr),
+                            ("n", v.n)):
+                if _finite(x) is not None:
+                    metrics[metric_key(task, m, stat)] = _finite(x)
+    model = scrub(run.model.to_dict())
+    params = {**_flat(scrub(run.config), "config."),
               **_flat({k: v for k, v in model.items() if k != "identity"}, "model."),
-              **{f"task.{t}.{k}": v for t, td in data.get("tasks", {}).items()
-                 for k, v in td.items() if k in ("version", "n_docs", "prompt_hash", "dataset_fingerprint",
-                                                  "data_source", "num_fewshot")},
-              "run_id": data.get("run_id"), "schema_version": data.get("schema_version"),
-              "git_sha": data.get("git_sha")}
-    tags = {"evalkit.run_id": str(data.get("run_id")), "evalkit.model": str(model.get("name")),
-            "evalkit.backend": str(model.get("backend")), "evalkit.tasks": ",".join(data.get("tasks", {}))}
-    for tag in (data.get("config") or {}).get("tags") or []:
+              **{f"task.{t}.{k}": e[k] for t, e in run.tasks.items()
+                 for k in ("version", "n_docs", "prompt_hash", "dataset_fingerprint", "data_source", "num_fewshot")},
+              "run_id": run.run_id, "schema_version": run.schema_version, "git_sha": run.git_sha}
+    tags = {"evalkit.run_id": run.run_id, "evalkit.model": str(model.get("name")),
+            "evalkit.backend": str(model.get("backend")), "evalkit.tasks": ",".join(run.tasks)}
+    for tag in run.config.get("tags") or []:
         tags[f"evalkit.tag.{tag}"] = "true"
-    name = f"{model.get('name')} {','.join(data.get('tasks', {}))}"
-    tables = {t: samples_table(rec, t) for t in data.get("tasks", {})} if samples else {}
+    name = f"{model.get('name')} {','.join(run.tasks)}"
+    tables = {t: samples_table(rec, t) for t in run.tasks} if samples else {}
     files = {"run.json": rec.path / "run.json"}
-    for t, td in data.get("tasks", {}).items():
-        f = rec.path / td.get("samples_file", f"samples_{t}.jsonl")
+    for t in run.tasks:
+        f = rec.samples_path(t)
         if f.exists() and not _redacted_task(t):
             files[f.name] = f
-    return Payload(str(data.get("run_id")), name, metrics, scrub(params), tags, data, tables, files)
+    return Payload(run.run_id, name, metrics, scrub(params), tags, scrub(rec.data), tables, files, run)
