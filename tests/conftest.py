@@ -103,6 +103,7 @@ MODEL_FIXTURES = {"tiny_model_dir", "hf_backend", "vllm_backend", "vllm_reward",
 VLLM_FIXTURES = {"vllm_backend", "vllm_reward"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks added here
 def pytest_collection_modifyitems(config, items):
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
