@@ -115,46 +115,56 @@ def pytest_collection_modifyitems(config, items):
         _group_for_workers(items)
 
 
-# ---- several workers (pytest-xdist, ``-n 2 --dist loadgroup``) -----------------------------------
-def xdist_group_of(item) -> str:
-    """The unit a worker runs whole: the tests of the session's vLLM engine, the other vLLM tests
-    (reward, embed and rerank engines, ``vllm serve``), or one test file (so a file's module fixtures,
-    often a whole evaluation, are built once)."""
-    if "vllm_backend" in getattr(item, "fixturenames", ()):
-        return "vllm-engine"
-    if item.get_closest_marker("vllm"):
-        return "vllm-other"
+# ---- several workers (pytest-xdist, ``-n 3 --dist loadgroup``) -----------------------------------
+VLLM_GROUPS = ("vllm-engine", "vllm-reward", "vllm-other")
+
+
+def _file_of(item) -> str:
     return item.nodeid.split("::")[0]
 
 
 def _group_for_workers(items) -> None:
-    """Group every test and order the groups longest-first: the two vLLM groups (each over half an
-    hour of a 2-core machine's work would otherwise end the run alone), then files with real-model
-    tests, then the rest, so that the quick files fill the end of the run on both workers."""
-    rank = {"vllm-engine": 0, "vllm-other": 1}
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
+    """Give every test a group a worker runs whole, and order the groups longest first.
+
+    Groups: the tests of the session's vLLM engine (``vllm_backend``); the files that use the
+    session's reward engine (``vllm_reward``: their other vLLM tests start reward and pooling engines
+    and servers too); the other vLLM tests (``vllm serve``, embedding and RAG engines); and each
+    remaining test file (so a file's module fixtures, often a whole evaluation, are built once).
+    The three vLLM groups go first, one to each worker, then files with real-model tests, then the
+    quick files, which fill the end of the run on every worker."""
+    reward_files = {_file_of(it) for it in items if "vllm_reward" in getattr(it, "fixturenames", ())}
+
+    def group(item) -> str:
+        if "vllm_backend" in getattr(item, "fixturenames", ()):
+            return "vllm-engine"
+        if item.get_closest_marker("vllm"):
+            return "vllm-reward" if _file_of(item) in reward_files else "vllm-other"
+        return _file_of(item)
+
     first = {}
     for i, item in enumerate(items):
-        g = xdist_group_of(item)
-        r = rank.get(g, 2 if item.get_closest_marker("slow") else 3)
+        g = group(item)
+        item.add_marker(pytest.mark.xdist_group(g))
+        r = VLLM_GROUPS.index(g) if g in VLLM_GROUPS else 3 if item.get_closest_marker("slow") else 4
         first[g] = min(first.get(g, (r, i)), (r, i))
-    items.sort(key=lambda it: first[xdist_group_of(it)])
+    items.sort(key=lambda it: first[group(it)])
 
 
 def _bind_vllm_to_this_workers_cores() -> None:
     """On worker *i* of *n*, vLLM's CPU engines compute on the *i*-th share of this process's cores
-    (``VLLM_CPU_OMP_THREADS_BIND``), so two workers' engines never fight over one core (OpenMP
-    threads bound to a busy core wait for each other). A binding set by the user wins."""
+    (``VLLM_CPU_OMP_THREADS_BIND``; with more workers than cores, core *i* mod cores), so no two
+    workers' engines spread OpenMP threads over the same busy cores (threads bound to a busy core
+    wait for each other at every barrier). A binding set by the user wins."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if not worker.startswith("gw") or count < 2 or "VLLM_CPU_OMP_THREADS_BIND" in os.environ:
         return
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    share = len(cpus) // count
-    if share >= 1:
-        i = int(worker[2:]) % count
-        os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, cpus[i * share:(i + 1) * share]))
+    if not cpus:
+        return
+    i, share = int(worker[2:]) % count, len(cpus) // count
+    mine = cpus[i * share:(i + 1) * share] if share >= 1 else [cpus[i % len(cpus)]]
+    os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, mine))
 
 
 _bind_vllm_to_this_workers_cores()

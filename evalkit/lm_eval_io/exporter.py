@@ -70,7 +70,8 @@ def _resps(row: dict, output_type: str, filtered_value):
 
 
 def sample_lines(rec: RunRecord, task: str, docs: dict) -> list[dict]:
-    ot = rec.tasks[task].output_type
+    entry = rec.tasks[task]
+    ot = entry.output_type
     ek_task = docs.get("_task")
     lines = []
     for i, row in enumerate(rec.samples(task)):

@@ -17,7 +17,7 @@ from evalkit.run.runner import RunConfig  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
-GSM8K_ITEMS = 12
+GSM8K_ITEMS = 8
 
 
 @pytest.fixture(scope="module")

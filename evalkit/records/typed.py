@@ -1,0 +1,108 @@
+"""The record dataclasses' common base: ``from_dict``/``to_dict`` by type hint (nested dataclasses,
+metric values typed as ``MetricValue``), unknown keys kept in ``other``, and read access by the
+JSON's keys; ``RecordError`` names the file and field of what cannot be read."""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Union
+
+from evalkit.records.values import MetricValue, metric_values
+
+
+class RecordError(ValueError):
+    """A run record that cannot be read: names the file and what is wrong."""
+
+
+class _Typed:
+    """from_dict/to_dict for the record dataclasses: nested dataclasses by type hint, unknown keys
+    kept in ``other``, optional fields left out of the JSON while they are None."""
+
+    OMIT_IF_NONE: typing.ClassVar[tuple] = ()
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "run.json"):
+        if not isinstance(d, dict):
+            raise RecordError(f"{where}: expected a JSON object, got {type(d).__name__}")
+        hints = typing.get_type_hints(cls)
+        known, other = {}, {}
+        for k, v in d.items():
+            if k in hints and k != "other":
+                known[k] = _decode(hints[k], v, f"{where}: {k}")
+            else:
+                other[k] = v
+        try:
+            return cls(**known, other=other)
+        except TypeError as e:
+            raise RecordError(f"{where}: {e}") from None
+
+    def to_dict(self) -> dict:
+        out = {}
+        for f in dataclasses.fields(self):
+            if f.name == "other":
+                continue
+            v = getattr(self, f.name)
+            if v is None and f.name in self.OMIT_IF_NONE:
+                continue
+            out[f.name] = _encode(v)
+        out.update(self.other)
+        return out
+
+    # Read access by the JSON's keys (``entry["extra"]``, ``model.get("args")``), so readers written
+    # against the raw dict keep working on the typed record; a None optional field is absent, as in the JSON.
+    def __getitem__(self, key: str):
+        if key != "other" and key in self.__dataclass_fields__:
+            v = getattr(self, key)
+            if v is None and key in self.OMIT_IF_NONE:
+                raise KeyError(key)
+            return v
+        return self.other[key]
+
+    def get(self, key: str, default=None):
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key, _MISSING) is not _MISSING
+
+    def keys(self) -> list:
+        return [k for k in self.__dataclass_fields__ if k != "other" and k in self] + list(self.other)
+
+
+_MISSING = object()
+
+
+def _decode(hint, value, where: str):
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is Union:  # Optional[X]
+        if value is None:
+            return None
+        hint = next(a for a in args if a is not type(None))
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if isinstance(hint, type) and issubclass(hint, _Typed):
+        return hint.from_dict(value, where)
+    try:
+        if hint == dict[str, MetricValue]:
+            return metric_values(value, where)
+        if hint == dict[str, dict[str, MetricValue]]:
+            if not isinstance(value, dict):
+                raise ValueError(f"{where}: expected an object of groups")
+            return {g: metric_values(v, f"{where}.{g}") for g, v in value.items()}
+    except ValueError as e:
+        raise RecordError(str(e)) from None
+    if origin is dict and len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], _Typed):
+        if not isinstance(value, dict):
+            raise RecordError(f"{where}: expected an object")
+        return {k: args[1].from_dict(v, f"{where}.{k}") for k, v in value.items()}
+    return value
+
+
+def _encode(v):
+    if isinstance(v, _Typed):
+        return v.to_dict()
+    if isinstance(v, dict):
+        return {k: _encode(x) for k, x in v.items()}
+    return v
