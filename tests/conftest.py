@@ -115,7 +115,7 @@ def pytest_collection_modifyitems(config, items):
         _group_for_workers(items)
 
 
-# ---- several workers (pytest-xdist, ``-n 3 --dist loadgroup``) -----------------------------------
+# ---- several workers (pytest-xdist, ``-n 2 --dist loadgroup``) -----------------------------------
 VLLM_GROUPS = ("vllm-engine", "vllm-reward", "vllm-other")
 
 
@@ -130,7 +130,7 @@ def _group_for_workers(items) -> None:
     session's reward engine (``vllm_reward``: their other vLLM tests start reward and pooling engines
     and servers too); the other vLLM tests (``vllm serve``, embedding and RAG engines); and each
     remaining test file (so a file's module fixtures, often a whole evaluation, are built once).
-    The three vLLM groups go first, one to each worker, then files with real-model tests, then the
+    The three vLLM groups go first, then files with real-model tests, then the
     quick files, which fill the end of the run on every worker."""
     reward_files = {_file_of(it) for it in items if "vllm_reward" in getattr(it, "fixturenames", ())}
 
