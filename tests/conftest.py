@@ -1,8 +1,9 @@
 """Shared fixtures and helpers, one of each for the whole session: the real tiny model (prepared once
-per machine), its HF backend, the one vLLM engine, the shared data folder and the ``evalkit`` CLI
-run in a subprocess. Markers say what a test needs (``pyproject.toml`` registers them): ``slow`` a
-real model, ``vllm`` a vLLM engine, ``browser`` Chromium, ``server`` a local server or subprocess
-service; tests that use the model fixtures are marked from the fixtures they ask for."""
+per machine), its HF backend, the one vLLM engine, the one vLLM reward engine, the shared data
+folder and the ``evalkit`` CLI run in a subprocess; and how tests are grouped on pytest-xdist
+workers. Markers say what a test needs (``pyproject.toml`` registers them): ``slow`` a real model,
+``vllm`` a vLLM engine, ``browser`` Chromium, ``server`` a local server or subprocess service; tests
+that use the model fixtures are marked from the fixtures they ask for."""
 from __future__ import annotations
 
 import os
