@@ -32,6 +32,8 @@ FORBIDDEN = {
     "evalkit.dashboards": ("evalkit.cli", "evalkit.run", "evalkit.backends"),
     "evalkit.arena": ("evalkit.cli", "evalkit.dashboards", "evalkit.run", "evalkit.backends", "evalkit.tasks"),
     "evalkit.fixtures": ("evalkit.cli", "evalkit.run", "evalkit.tasks"),
+    # lm-eval's files in and out: records and the task API only (the catalog adapter is a task)
+    "evalkit.lm_eval_io": ("evalkit.tasks", "evalkit.backends", "evalkit.run", "evalkit.cli", "evalkit.dashboards"),
 }
 # what stands at the package root: the public API, the version and the old-path aliases, nothing else
 ROOT_MODULES = {"__init__.py", "__main__.py", "api.py", "version.py", "_moved.py"}
@@ -265,3 +267,14 @@ def test_the_dashboard_shows_schema1_records(tmp_path):
     cells = store.cells()
     row = cells[cells["run_id"] == SCHEMA1_RECORD["run_id"]]
     assert list(row["task"]) == ["gsm8k"]
+
+
+def test_loading_the_task_registry_does_not_import_lm_eval():
+    """The lm-eval catalog registers itself with the task registry but imports lm-eval only when an
+    ``lm-eval:`` name is asked for: `evalkit tasks` stays fast, and the slim install needs no lm-eval."""
+    import subprocess
+    import sys
+    code = ("import sys; from evalkit.taskapi import registry; registry.all_tasks(); "
+            "registry.expand(['gsm8k,mmlu_*']); assert 'lm_eval' not in sys.modules, 'lm_eval imported'")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stderr[-2000:]

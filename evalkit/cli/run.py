@@ -23,16 +23,22 @@ def add_model_args(p: argparse.ArgumentParser, required=True, flag="--model"):
 
 
 def add_task_args(p: argparse.ArgumentParser):
-    p.add_argument("--tasks", required=True, help="comma-separated task names or patterns (see `evalkit tasks`)")
+    p.add_argument("--tasks", required=True,
+                   help="comma-separated task names or patterns (see `evalkit tasks`); lm-eval's tasks and groups as "
+                        "lm-eval:NAME (see `evalkit tasks --lm-eval`; needs the lm-eval extra)")
     p.add_argument("--limit", type=limit_value, default=None, metavar="N|FRACTION",
                    help="only the first N docs of each task, or a fraction below 1 of each task's docs (0.1)")
     p.add_argument("--seed", type=int, default=1234, help="run seed (few-shot draws, sampling, bootstrap)")
     p.add_argument("--num-fewshot", type=int, default=None, help="override the tasks' few-shot count")
     p.add_argument("--apply-chat-template", action="store_true", help="render prompts with the chat template")
     p.add_argument("--system-prompt", default=None)
-    p.add_argument("--include-path", action="append", default=[], metavar="DIR", help="extra task files")
+    p.add_argument("--include-path", action="append", default=[], metavar="DIR",
+                   help="extra task files: evalkit .py task files, or a folder of lm-eval YAML task configs")
     p.add_argument("--data", action="append", default=[], metavar="TASK=PATH",
-                   help="read TASK's data from a local file or folder in the benchmark's original format")
+                   help="read TASK's data from a local file or folder in the benchmark's original format "
+                        "(lm-eval:NAME=DIR: the hub dataset's layout, one file per split: test.jsonl, ...)")
+    p.add_argument("--trust-remote-code", action="store_true",
+                   help="let lm-eval tasks whose hub dataset ships loading code run it (refused otherwise)")
     p.add_argument("--fewshot-data", action="append", default=[], metavar="TASK=PATH",
                    help="read TASK's few-shot examples from this file (needed when --data names one file "
                         "for a task whose few-shot examples come from another split, e.g. gsm8k's train)")
@@ -101,6 +107,10 @@ def build_config(args) -> RunConfig:
         if t not in tasks:
             raise ValueError(f"--task-args {item!r}: task {t!r} is not being run (running: {', '.join(tasks)})")
         task_opts[t] = parse_model_args(kv, f"--task-args {t}")
+    if getattr(args, "trust_remote_code", False):
+        for t in tasks:
+            if t.startswith("lm-eval:"):
+                task_opts.setdefault(t, {})["trust_remote_code"] = True
     validation.check_task_options(task_opts)
     metrics = appended_metrics(tasks, getattr(args, "metric", None))
     gen = parse_model_args(args.gen_kwargs, "--gen-kwargs")

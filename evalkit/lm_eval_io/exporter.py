@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
+from evalkit.lm_eval_io import catalog_export
 from evalkit.lm_eval_io.samples import RENAMES
 from evalkit.records import RunRecord, TaskEntry, atomic_write_text
 
@@ -117,7 +118,18 @@ def results_object(rec: RunRecord, date: str) -> dict:
     run = rec.run
     model, cfg = run.model, run.config
     results, hib, configs, versions, nshot, nsamples, hashes = {}, {}, {}, {}, {}, {}, {}
+    subtasks = {}
     for task, t in run.tasks.items():
+        if catalog_export.is_catalog(t):  # one of lm-eval's own tasks: its names, its leaves
+            got, got_hib, subs = catalog_export.results(t)
+            results.update(got)
+            hib.update(got_hib)
+            subtasks.update(subs)
+            lm = t.extra["lm_eval"]
+            for name in got:
+                versions[name] = t.version
+                nshot[name] = (lm.get("n-shot") or {}).get(name, t.num_fewshot)
+            continue
         r = {"alias": task}
         for name, mv in t.metrics.items():
             m, filt = lm_metric(name, t)
@@ -144,7 +156,7 @@ def results_object(rec: RunRecord, date: str) -> dict:
                                                           for k, v in gen.items()},
               "fewshot_seed": cfg.get("seed"), "random_seed": cfg.get("seed")}
     name = str(model.spec or model.name or "model")
-    return {"results": results, "group_subtasks": {}, "configs": configs, "versions": versions, "n-shot": nshot,
+    return {"results": results, "group_subtasks": subtasks, "configs": configs, "versions": versions, "n-shot": nshot,
             "higher_is_better": hib, "n-samples": nsamples, "config": config, "git_hash": run.git_sha,
             "date": date, "task_hashes": hashes, "model_source": model.backend, "model_name": name,
             "model_name_sanitized": sanitize(name), "system_instruction": cfg.get("system_prompt"),
@@ -163,12 +175,19 @@ def export_run(rec: RunRecord, out_dir, tasks: Optional[list] = None) -> Path:
     date = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H-%M-%S.%f")  # lm-eval's file-name date
     res = results_object(rec, date)
     folder = Path(out_dir) / res["model_name_sanitized"]
+    written = []
     for task in tasks or list(rec.tasks):
-        lines = sample_lines(rec, task, _task_docs(rec, task))
-        atomic_write_text(folder / f"samples_{task}_{date}.jsonl",
-                          "".join(json.dumps(x, ensure_ascii=False, default=str) + "\n" for x in lines))
+        if catalog_export.is_catalog(rec.tasks[task]):
+            per_leaf = catalog_export.sample_lines(rec, task)
+            written += [task, *catalog_export.results(rec.tasks[task])[0]]
+        else:
+            per_leaf = {task: sample_lines(rec, task, _task_docs(rec, task))}
+            written.append(task)
+        for name, lines in per_leaf.items():
+            atomic_write_text(folder / f"samples_{name}_{date}.jsonl",
+                              "".join(json.dumps(x, ensure_ascii=False, default=str) + "\n" for x in lines))
     if tasks:
-        res["results"] = {t: v for t, v in res["results"].items() if t in tasks}
+        res["results"] = {t: v for t, v in res["results"].items() if t in written}
     path = folder / f"results_{date}.json"
     atomic_write_text(path, json.dumps(res, indent=2, ensure_ascii=False, default=str))
     return path

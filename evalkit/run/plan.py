@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass, field
 from typing import Optional
 
 from evalkit.run import checks as run_checks
 from evalkit.run.config import RunConfig
 from evalkit.taskapi import registry
-from evalkit.taskapi.task import RunContext, Task
+from evalkit.taskapi.task import RunContext, Task, limit_count
 
 
 @dataclass
@@ -47,13 +46,8 @@ def select_docs(docs: list, limit: Optional[int], shard: Optional[tuple]) -> lis
 
 
 def task_limit(limit, n_docs: int) -> Optional[int]:
-    """The number of docs ``limit`` takes of a task: a count, or a fraction below 1 of the task's
-    docs rounded up (lm-eval's ``--limit 0.1``)."""
-    if limit is None:
-        return None
-    if isinstance(limit, float) and limit < 1:
-        return math.ceil(n_docs * limit)
-    return int(limit)
+    """The number of docs ``limit`` takes of a task (``evalkit.taskapi.task.limit_count``)."""
+    return limit_count(limit, n_docs)
 
 
 def make_task(name: str, config: RunConfig) -> Task:
@@ -71,9 +65,9 @@ def load_tasks(config: RunConfig) -> list[TaskRun]:
         run_checks.check_fewshot_source(task, config.num_fewshot)
         docs = task.eval_docs()
         # zero docs is an error for the evaluation as a whole; one shard may hold none of a task's
-        limit = task_limit(config.limit, len(docs))
-        run_checks.require_docs(task, docs[:limit] if limit is not None else docs, config)
-        picked = select_docs(docs, limit, config.shard)
+        limited = task.docs_within_limit(docs, config.limit)
+        run_checks.require_docs(task, limited, config)
+        picked = select_docs(limited, None, config.shard)
         runs.append(TaskRun(task, [d for _, d in picked], [], [k for k, _ in picked]))
     return runs
 

@@ -1,5 +1,7 @@
 """Finding tasks: the built-in ``evalkit.tasks`` package, the ``evalkit.tasks`` entry-point group
-(other installed packages add tasks there) and ``--include-path`` folders of task files."""
+(other installed packages add tasks there), ``--include-path`` folders of task files, and catalogs
+of prefixed names (``lm-eval:NAME``, registered by ``evalkit.tasks.lm_eval_catalog``). A bare name
+that is not an evalkit task but a catalog knows runs as the catalog's, with a one-line note."""
 from __future__ import annotations
 
 import importlib
@@ -13,6 +15,19 @@ from typing import Iterable, Optional
 from evalkit.taskapi.task import _REGISTRY
 
 _loaded = False
+#: catalogs of prefixed task names: objects with ``prefix``, ``expand(name) -> [names]``,
+#: ``task_class(name) -> type``, ``knows(name)``, ``suggest(name) -> [names]`` and ``include(path)``
+_CATALOGS: list = []
+
+
+def register_catalog(cat) -> None:
+    if all(c.prefix != cat.prefix for c in _CATALOGS):
+        _CATALOGS.append(cat)
+
+
+def _catalog_of(name: str):
+    load_builtin()
+    return next((c for c in _CATALOGS if name.startswith(c.prefix)), None)
 
 
 def _import_package(pkg_name: str) -> None:
@@ -38,6 +53,9 @@ def load_builtin() -> None:
 
 def include_path(path: str) -> None:
     """Import every ``*.py`` file in a folder (or one file) so its @register_task classes register."""
+    load_builtin()
+    if any(c.include(path) for c in _CATALOGS):  # a folder of lm-eval YAML configs
+        return
     p = Path(path)
     files = [p] if p.is_file() else sorted(p.glob("*.py"))
     if not files:
@@ -57,12 +75,30 @@ def all_tasks() -> dict[str, type]:
 
 def get_task_class(name: str) -> type:
     tasks = all_tasks()
+    cat = _catalog_of(name)
+    if cat is not None:
+        return cat.task_class(name)
     if name not in tasks:
-        import difflib
-        close = difflib.get_close_matches(name, list(tasks), n=5)
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        raise ValueError(f"unknown task {name!r}.{hint} Run `evalkit tasks` for the list.")
+        raise _unknown(name, tasks)
     return tasks[name]
+
+
+def _unknown(name: str, tasks) -> ValueError:
+    import difflib
+    close = difflib.get_close_matches(name, list(tasks), n=5)
+    close += [s for c in _CATALOGS for s in c.suggest(name)][:3] if len(close) < 3 else []
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    more = "; `evalkit tasks --lm-eval [PATTERN]` lists lm-eval's" if _CATALOGS else ""
+    return ValueError(f"unknown task {name!r}.{hint} Run `evalkit tasks` for the list{more}.")
+
+
+def _from_catalog(name: str) -> Optional[list[str]]:
+    """A bare name no evalkit task has, run as a catalog's (with a note), or None."""
+    for c in _CATALOGS:
+        if c.knows(name):
+            print(f"note: {name!r} is not an evalkit task; running {c.prefix}{name}", file=sys.stderr)
+            return c.expand(c.prefix + name)
+    return None
 
 
 def expand(names: Iterable[str]) -> list[str]:
@@ -74,7 +110,13 @@ def expand(names: Iterable[str]) -> list[str]:
         for part in (x.strip() for x in n.split(",")):
             if not part:
                 continue
-            if any(c in part for c in "*?["):
+            cat = _catalog_of(part)
+            if cat is not None or (part not in tasks and not any(c in part for c in "*?[")):
+                got = cat.expand(part) if cat is not None else _from_catalog(part)
+                if got is None:
+                    raise _unknown(part, tasks)
+                out.extend(g for g in got if g not in out)
+            elif any(c in part for c in "*?["):
                 hits = fnmatch.filter(tasks, part)
                 if not hits:
                     raise ValueError(f"task pattern {part!r} matches no task")

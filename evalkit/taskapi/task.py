@@ -38,6 +38,7 @@ What a task may override (every hook has a default on ``Task``):
 """
 from __future__ import annotations
 
+import math
 from typing import ClassVar, Optional, Sequence
 
 from evalkit.scoring import metric as _metric
@@ -104,6 +105,12 @@ class Task(Prompting):
 
     def eval_docs(self) -> list[Doc]:
         return self.load_docs(self.eval_split)
+
+    def docs_within_limit(self, docs: Sequence[Doc], limit) -> list[Doc]:
+        """The docs ``--limit`` keeps (default: the first ``limit_count(limit, len(docs))``); a task
+        made of subtasks may take the first N of each, as lm-eval's groups do."""
+        n = limit_count(limit, len(docs))
+        return list(docs[:n] if n is not None else docs)
 
     # ---- requests and scoring ----
     def requests(self, doc: Doc, ctx: RunContext) -> list:
@@ -207,6 +214,16 @@ class Task(Prompting):
     def config_fingerprint(self) -> dict:
         return {"name": self.name, "version": self.version, "num_fewshot": self.num_fewshot,
                 "options": self.options}
+
+
+def limit_count(limit, n_docs: int) -> Optional[int]:
+    """The number of docs ``limit`` takes of a task: a count, or a fraction below 1 of the task's
+    docs rounded up (lm-eval's ``--limit 0.1``)."""
+    if limit is None:
+        return None
+    if isinstance(limit, float) and limit < 1:
+        return math.ceil(n_docs * limit)
+    return int(limit)
 
 
 class MultipleChoiceTask(Task):

