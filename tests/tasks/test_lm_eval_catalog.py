@@ -90,3 +90,19 @@ def test_a_task_hook_that_raises_names_the_task_and_the_doc(tmp_path, catalog, h
     registry.include_path(str(tmp_path))
     with pytest.raises(ConfigError, match=r"lm-eval task hooked, doc 1: process_results raised KeyError"):
         evaluate(hf_backend, RunConfig(tasks=["lm-eval:hooked"]), NullCache(), output_dir=None, progress=False)
+
+
+@pytest.mark.slow
+def test_the_cli_runs_an_lm_eval_task_and_a_rerun_comes_from_the_cache(tmp_path, catalog, shared_data, capsys):
+    from evalkit.records import load_run
+    from evalkit.tasks.lm_eval_catalog.hub_layouts import mmlu_hub
+    hub = mmlu_hub(shared_data, tmp_path / "hub", ["anatomy"])
+    argv = ["run", "--model", "hf:smollm2-135m", "--tasks", "lm-eval:mmlu_anatomy", "--data",
+            f"lm-eval:mmlu_anatomy={hub}", "--num-fewshot", "1", "--limit", "3", "--cache-dir", str(tmp_path / "c"),
+            "--output", str(tmp_path / "results")]
+    assert main(argv) == 0
+    assert main(argv) == 0
+    a, b = sorted((load_run(p).run for p in (tmp_path / "results").iterdir()), key=lambda r: r.engine["cached"])
+    assert a.engine["computed"] == 12 and b.engine.get("computed", 0) == 0 and b.engine["cached"] == 12
+    assert a.tasks["lm-eval:mmlu_anatomy"].metrics["acc"] == b.tasks["lm-eval:mmlu_anatomy"].metrics["acc"]
+    assert a.tasks["lm-eval:mmlu_anatomy"].config["lm_eval"]["version"] == catalog.version()
