@@ -151,3 +151,27 @@ def unavailable_hub(out: Path) -> dict:
     return {"hellaswag": (out / "hellaswag", {"validation": str(hs), "train": str(hs_train)}),
             "arc_easy": (out / "ai2_arc", {s: str(p) for s, p in arc.items()}),
             "truthfulqa_mc2": (out / "truthful_qa", {"validation": str(tqa)})}
+WINOGRANDE = [  # allenai/winogrande: winogrande_xl/<split>-00000-of-00001.parquet
+    {"sentence": "Sarah was a much better surgeon than Maria so _ always got the harder cases.", "option1": "Sarah",
+     "option2": "Maria", "answer": "1"},
+    {"sentence": "The trophy doesn't fit into the brown suitcase because the _ is too large.", "option1": "trophy",
+     "option2": "suitcase", "answer": "1"},
+    {"sentence": "Ian volunteered to eat Dennis's menudo after already having a bowl because _ despised eating intestine.",
+     "option1": "Ian", "option2": "Dennis", "answer": "2"},
+]
+LAMBADA = [  # EleutherAI/lambada_openai: default/test-00000-of-00001.parquet
+    {"text": "In my palm is a clear stone, and inside it is a small ivory statuette. A guardian angel. Figured if you're "
+             "going to be out at night getting hit by cars, you might as well have some backup"},
+    {"text": "He was a tall man with a kind face, and when he smiled the whole room seemed to light up. Everyone in the "
+             "village knew him as the old baker"},
+]
+
+
+def more_kinds_hub(out: Path) -> dict:
+    """{task: (--data folder, lm-eval data_files)} for winogrande (multiple inputs) and lambada_openai
+    (loglikelihood)."""
+    wg = {s: parquet(out / "winogrande" / "winogrande_xl" / f"{s}-00000-of-00001.parquet", WINOGRANDE)
+          for s in ("train", "validation")}
+    lam = parquet(out / "lambada" / "default" / "test-00000-of-00001.parquet", LAMBADA)
+    return {"winogrande": (out / "winogrande", {s: str(p) for s, p in wg.items()}),
+            "lambada_openai": (out / "lambada", {"test": str(lam)})}

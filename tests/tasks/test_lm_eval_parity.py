@@ -262,3 +262,47 @@ def test_chat_template_with_few_shot_turns(recorder, hub, tm, hf_backend):
                        apply_chat_template=True, fewshot_as_multiturn=True, gen_kwargs={"max_gen_toks": 16})
     assert assert_parity(run, "lm-eval:mmlu_abstract_algebra", lm, "mmlu_abstract_algebra") == 2
     assert assert_parity(run, "lm-eval:gsm8k", lm, "gsm8k") == 4
+
+
+def test_multiple_inputs_loglikelihood_mutual_info_repeats_and_a_custom_filter(recorder, hub, tm, tmp_path):
+    """``winogrande`` (multiple inputs: one context per option), ``lambada_openai`` (loglikelihood;
+    perplexity and acc), ``acc_mutual_info`` (unconditional requests with an empty context), and
+    ``repeats`` with sampling (lm-eval's self-consistency config at 3 samples: ``majority_vote`` and
+    ``take_first_k``) plus a user's own filter class (``!function``) from an include folder."""
+    fx = R.more_kinds_hub(tmp_path / "fx")
+    arc = R.unavailable_hub(tmp_path / "arc")["arc_easy"][1]
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "my_filters.py").write_text(
+        "from lm_eval.api.filter import Filter\n\nclass LastWord(Filter):\n"
+        "    def apply(self, resps, docs):\n"
+        "        return [[(r.split() or [''])[-1] for r in rs] for rs in resps]\n")
+    (inc / "arc_mi.yaml").write_text(
+        f"include: {tm.task_index['arc_easy'].yaml_path}\ntask: arc_mi\ntag: []\ndataset_path: parquet\n"
+        "dataset_name: null\ndataset_kwargs:\n  data_files:\n" + "".join(f"    {k}: {v}\n" for k, v in arc.items()) +
+        "metric_list:\n  - metric: acc\n  - metric: acc_mutual_info\n")
+    (inc / "sc.yaml").write_text(
+        f"include: {tm.task_index['gsm8k_cot_self_consistency'].yaml_path}\ntask: sc3\ntag: []\ndataset_path: json\n"
+        "dataset_name: null\nrepeats: 3\nnum_fewshot: 1\ndataset_kwargs:\n  data_files:\n"
+        f"    train: {hub['gsm8k'] / 'train.jsonl'}\n    test: {hub['gsm8k'] / 'test.jsonl'}\n"
+        "filter_list:\n  - name: maj@3\n    filter:\n      - function: take_first_k\n        k: 3\n"
+        "      - function: regex\n        regex_pattern: \"(-?[0-9]+)\"\n      - function: majority_vote\n"
+        "      - function: take_first\n  - name: last-word\n    filter:\n      - function: !function my_filters.LastWord\n"
+        "      - function: take_first\n")
+    from evalkit.taskapi import registry
+    from evalkit.tasks.lm_eval_catalog import catalog
+    registry.include_path(str(inc))
+    data = {f"lm-eval:{t}": str(folder) for t, (folder, _) in fx.items()}
+    run = run_evalkit(recorder, [*data, "lm-eval:arc_mi", "lm-eval:sc3"], data, limit=2,
+                      gen_overrides={"max_tokens": 24})
+    assert all(len(r["responses"][0]) == 3 for r in run.samples["lm-eval:sc3"])  # 3 samples per doc
+    assert run.samples["lm-eval:sc3"][0]["responses"][0][0] != run.samples["lm-eval:sc3"][0]["responses"][0][1]
+    mgr = catalog.manager()
+    lm_tasks = [R.lm_eval_task(mgr, t, files, fmt="parquet") for t, (_, files) in fx.items()]
+    lm = R.lm_eval_run([*lm_tasks, "arc_mi", "sc3"], 2, mgr, lm=R.replay_lm(recorder.answers),
+                       gen_kwargs={"max_gen_toks": 24})
+    assert assert_parity(run, "lm-eval:winogrande", lm, "winogrande") == 2
+    assert assert_parity(run, "lm-eval:lambada_openai", lm, "lambada_openai") == 4
+    assert assert_parity(run, "lm-eval:arc_mi", lm, "arc_mi") == 4
+    assert assert_parity(run, "lm-eval:sc3", lm, "sc3") == 4
+    assert any(r.context == "" for r in recorder.answers if hasattr(r, "context"))  # the unconditional requests
