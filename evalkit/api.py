@@ -9,7 +9,8 @@
 - an evalkit backend object.
 
 Options are ``evalkit run``'s, by their Python names: ``num_fewshot``, ``seed``,
-``apply_chat_template``, ``fewshot_as_multiturn``, ``system_prompt``, ``data`` ({task: path}),
+``apply_chat_template``, ``fewshot_as_multiturn``, ``system_prompt``, ``tool_parser`` (agent tasks),
+``data`` ({task: path}),
 ``fewshot_data``, ``task_args`` ({task: {k: v}}), ``gen_kwargs``, ``shard`` ((i, n)), ``tags``,
 ``include_path``, ``output`` (results folder; None: write no record), ``cache_dir``, ``cache``
 (False: neither read nor write the response cache), ``progress``. ``limit`` is a count of docs or a
@@ -26,7 +27,7 @@ from typing import Optional, Sequence, Union
 
 OPTIONS = ("num_fewshot", "seed", "apply_chat_template", "fewshot_as_multiturn", "system_prompt", "data",
            "fewshot_data", "task_args", "gen_kwargs", "shard", "tags", "include_path", "output", "cache_dir",
-           "cache", "progress", "model_args", "tokenizer")
+           "cache", "progress", "model_args", "tokenizer", "tool_parser")
 
 
 def _is_vllm_llm(obj) -> bool:
@@ -87,7 +88,7 @@ def _config(tasks, limit, o: dict):
                      data_paths=data, task_options=task_opts, gen_overrides=gen,
                      shard=tuple(o["shard"]) if o.get("shard") else None, tags=list(o.get("tags") or []),
                      fewshot_paths={k: str(v) for k, v in (o.get("fewshot_data") or {}).items()},
-                     fewshot_as_multiturn=o.get("fewshot_as_multiturn"))
+                     fewshot_as_multiturn=o.get("fewshot_as_multiturn"), tool_parser=o.get("tool_parser"))
 
 
 def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, None] = None, **options):

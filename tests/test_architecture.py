@@ -18,7 +18,8 @@ ALLOWED = {
     "evalkit.records": ("evalkit.records", "evalkit.util", "evalkit.version"),
     "evalkit.scoring": ("evalkit.scoring", "evalkit.records", "evalkit.util", "evalkit.version"),
     "evalkit.taskapi": ("evalkit.taskapi", "evalkit.scoring", "evalkit.records", "evalkit.util", "evalkit.version"),
-    "evalkit.backends": ("evalkit.backends", "evalkit.taskapi.requests", "evalkit.scoring", "evalkit.records",
+    "evalkit.backends": ("evalkit.backends", "evalkit.taskapi.requests", "evalkit.taskapi.tool_parsers",
+                         "evalkit.scoring", "evalkit.records",
                          "evalkit.util", "evalkit.version"),
 }
 # higher layers than each prefix; a module under the prefix may import none of them (even lazily)

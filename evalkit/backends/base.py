@@ -86,6 +86,15 @@ class Backend(ABC):
                                f"{kind} requests")
         yield list(enumerate(results))
 
+    def tool_chat(self, requests: Sequence) -> list[list[Completion]]:
+        """Agent turns (``ToolChatRequest``): rendered with tools by the model's chat template,
+        generated, calls parsed (``evalkit.backends.tool_chat``); a server backend sends them as they are."""
+        from evalkit.backends.tool_chat import answer_locally
+        tok = self.text_tokenizer() if hasattr(self, "text_tokenizer") else getattr(self, "tokenizer", None)
+        if tok is None:
+            raise NotImplementedError(f"backend {self.name} cannot render tool turns: it has no tokenizer")
+        return answer_locally(self, tok, requests)
+
     def embed(self, requests: Sequence) -> list[list[float]]:
         """Embedding vectors of texts (``EmbedRequest``); embedding backends only."""
         raise NotImplementedError(f"backend {self.name} does not embed texts")

@@ -187,6 +187,9 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
 
     def stream(self, kind: str, requests: Sequence):
         """Answers batch by batch, as (index, result) lists, so the engine commits each batch."""
+        if kind == "tool_chat":
+            yield list(enumerate(self.tool_chat(requests)))
+            return
         if kind == "loglikelihood":
             pairs = self.encode_pairs([(r.context, r.continuation) for r in requests])
             for idxs in self._score_pieces(requests):

@@ -321,7 +321,7 @@ class OpenAIBackend(Backend):
         A malformed reply fails its own request (a RequestFailure, never cached); any other error
         (refused, 401, retries exhausted) ends the stream after what finished was handed over."""
         call = {"loglikelihood": self.loglikelihood, "loglikelihood_rolling": self.loglikelihood_rolling,
-                "generate": self.generate}[kind]
+                "generate": self.generate, "tool_chat": self.tool_chat}[kind]
         step = self.batch_size if kind == "loglikelihood" else 1  # one HTTP call per unit of work
         units = [list(range(i, min(i + step, len(requests)))) for i in range(0, len(requests), step)]
 
@@ -345,6 +345,10 @@ class OpenAIBackend(Backend):
                 yield list(zip(got, res))
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+
+    def tool_chat(self, requests: Sequence) -> list[list[Completion]]:
+        from evalkit.backends.openai_tools import tool_chat_one
+        return self._map(lambda r: tool_chat_one(self, r), list(requests))
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[list[Completion]]:
         out = self._map(self._generate_one, list(requests))

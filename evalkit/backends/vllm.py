@@ -159,6 +159,10 @@ class VLLMBackend(TokenizerMixin, Backend):
                                                          chat_template=self.chat_template,
                                                          **self.chat_template_kwargs)
 
+    def parse_tool_calls(self, parser: str, text: str, tools: list):
+        from evalkit.backends.tool_chat import vllm_parse
+        return vllm_parse(self.text_tokenizer(), parser, text, tools)
+
     @functools.cached_property
     def _SamplingParams(self):
         from vllm import SamplingParams
@@ -364,7 +368,7 @@ class VLLMBackend(TokenizerMixin, Backend):
         """Generation answers as the engine finishes them (the whole chunk stays in the engine's
         batch), so the evalkit engine commits every few seconds; other kinds come per chunk."""
         if kind != "generate":
-            call = self.loglikelihood if kind == "loglikelihood" else self.loglikelihood_rolling
+            call = {"loglikelihood": self.loglikelihood, "tool_chat": self.tool_chat}.get(kind, self.loglikelihood_rolling)
             yield list(enumerate(call(requests)))
             return
         prompts = [self._prompt_ids(r) for r in requests]

@@ -32,6 +32,10 @@ def add_task_args(p: argparse.ArgumentParser):
     p.add_argument("--num-fewshot", type=int, default=None, help="override the tasks' few-shot count")
     p.add_argument("--apply-chat-template", action="store_true", help="render prompts with the chat template")
     p.add_argument("--system-prompt", default=None)
+    p.add_argument("--tool-parser", default=None, metavar="NAME",
+                   help="agent tasks with native tools: how tool calls are read from the model's text, named as "
+                        "vLLM names its parsers (hermes, pythonic, ...; default: the server's own, or hermes where "
+                        "evalkit renders the tools because the model's chat template ignores them)")
     p.add_argument("--include-path", action="append", default=[], metavar="DIR",
                    help="extra task files: evalkit .py task files, or a folder of lm-eval YAML task configs")
     p.add_argument("--data", action="append", default=[], metavar="TASK=PATH",
@@ -127,7 +131,8 @@ def build_config(args) -> RunConfig:
                      apply_chat_template=args.apply_chat_template, system_prompt=args.system_prompt,
                      data_paths=data, task_options=task_opts, gen_overrides=gen, shard=parse_shard(args.shard),
                      tags=list(getattr(args, "tag", []) or []), fewshot_paths=fewshot, metrics=metrics,
-                     fewshot_as_multiturn=getattr(args, "fewshot_as_multiturn", None))
+                     fewshot_as_multiturn=getattr(args, "fewshot_as_multiturn", None),
+                     tool_parser=getattr(args, "tool_parser", None))
 
 
 def appended_metrics(tasks: list, specs) -> list:

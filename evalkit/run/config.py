@@ -30,12 +30,14 @@ class RunConfig:
     fewshot_as_multiturn: Optional[bool] = None  # None: multi-turn few-shot with a chat template
     #: how reasoning traces are separated (evalkit.scoring.thinking options: think_start, think_end, ...)
     thinking: dict = field(default_factory=dict)
+    #: how tool calls are read from a model's text in agent tasks (``--tool-parser``; None: the default)
+    tool_parser: Optional[str] = None
 
     def context(self, render_chat: Optional[Callable[[list], str]] = None) -> RunContext:
         """The run as tasks see it when they build prompts and requests."""
         return RunContext(seed=self.seed, num_fewshot=self.num_fewshot, apply_chat_template=self.apply_chat_template,
                           system_prompt=self.system_prompt, gen_overrides=self.gen_overrides, render_chat=render_chat,
-                          fewshot_as_multiturn=self.fewshot_as_multiturn)
+                          fewshot_as_multiturn=self.fewshot_as_multiturn, tool_parser=self.tool_parser)
 
     def to_record(self) -> dict:
         return {"tasks": list(self.tasks), "limit": self.limit, "seed": self.seed, "num_fewshot": self.num_fewshot,
@@ -48,7 +50,8 @@ class RunConfig:
                 **({"fewshot_as_multiturn": self.fewshot_as_multiturn is not False} if self.apply_chat_template
                    else {"fewshot_as_multiturn": self.fewshot_as_multiturn} if self.fewshot_as_multiturn is not None
                    else {}),
-                **({"thinking": self.thinking} if self.thinking else {})}
+                **({"thinking": self.thinking} if self.thinking else {}),
+                **({"tool_parser": self.tool_parser} if self.tool_parser else {})}
 
     @classmethod
     def from_record(cls, cfg: dict) -> "RunConfig":
@@ -70,4 +73,4 @@ class RunConfig:
                    # a chat record without the key predates multi-turn few-shot: its prompts were one turn
                    fewshot_as_multiturn=cfg.get("fewshot_as_multiturn",
                                                 False if cfg.get("apply_chat_template") else None),
-                   thinking=dict(cfg.get("thinking") or {}))
+                   thinking=dict(cfg.get("thinking") or {}), tool_parser=cfg.get("tool_parser"))

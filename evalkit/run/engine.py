@@ -26,7 +26,7 @@ from evalkit.taskapi.requests import GenerateRequest, LoglikelihoodRequest
 
 log = logging.getLogger(__name__)
 
-KIND_ORDER = ("loglikelihood", "loglikelihood_rolling", "generate", "reward", "embed")
+KIND_ORDER = ("loglikelihood", "loglikelihood_rolling", "generate", "tool_chat", "reward", "embed")
 
 
 def _sort_key(req):
@@ -36,7 +36,7 @@ def _sort_key(req):
         return (-len(req.context) - len(req.continuation), req.context, req.continuation)
     if isinstance(req, GenerateRequest):
         return (-req.length(), req.params.to_dict().__repr__(), req.prompt or "", repr(req.messages))
-    return (-req.length(), req.text or "", req.key())
+    return (-req.length(), getattr(req, "text", None) or "", req.key())
 
 
 # contexts that share at least this many leading characters (a few-shot block) stay together

@@ -50,4 +50,9 @@ def problem(kind: str, request, result) -> Optional[str]:
             return f"reasoning trace is {type(c.trace).__name__}, not a string"
         if c.usage is not None and not isinstance(c.usage, dict):
             return f"usage is {type(c.usage).__name__}, not an object"
+        if kind == "tool_chat":
+            if not isinstance(c.tool_calls, list) or not all(
+                    isinstance(t, dict) and isinstance(t.get("name"), str) and isinstance(t.get("arguments"), dict)
+                    for t in c.tool_calls):
+                return "tool calls are not a list of {name, arguments} objects"
     return None

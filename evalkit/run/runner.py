@@ -36,9 +36,15 @@ score_task = finish_task
 
 # ---- phase 2: answer --------------------------------------------------------------------------
 def answer(p: Plan, backend, cache, progress=True) -> tuple[dict, dict]:
-    """(answers by request key, engine counters)."""
+    """(answers by request key, engine counters). Agent episodes are played after the other requests
+    (``evalkit.run.agent_loop``), their tool calls in a sandbox opened for the run."""
     engine = Engine(backend, cache, progress=progress)
-    answers = engine.run(p.all_requests())
+    requests = p.all_requests()
+    episodes = [r for r in requests if r.kind == "episode"]
+    answers = engine.run([r for r in requests if r.kind != "episode"])
+    if episodes:
+        from evalkit.run import agent_loop
+        answers.update(agent_loop.play_with_sandbox(episodes, engine))
     return answers, dict(engine.stats)
 
 

@@ -93,3 +93,5 @@ class RunContext:
     render_chat: Optional[Callable[[list[dict]], str]] = None
     #: with a chat template: few-shot examples as user/assistant turns (None: yes, as lm-eval does)
     fewshot_as_multiturn: Optional[bool] = None
+    #: agent tasks: the parser of tool calls in the model's text (``--tool-parser``; None: the backend's default)
+    tool_parser: Optional[str] = None

@@ -161,7 +161,39 @@ class EmbedRequest:
         return len(self.text)
 
 
-Request = Union[LoglikelihoodRequest, RollingRequest, GenerateRequest, RewardRequest, EmbedRequest]
+@dataclass(frozen=True)
+class ToolChatRequest:
+    """One model turn of an agent episode: chat ``messages`` (OpenAI format, canonical JSON: assistant
+    messages may carry ``tool_calls``, ``tool`` messages results) and ``tools`` (OpenAI function
+    schemas, canonical JSON; ``"[]"``: none given to the model). Answered with ``Completion``s whose
+    ``tool_calls`` the backend parsed (``parser``: a name in ``evalkit.taskapi.tool_parsers``; a
+    server's own parser when it returns ``tool_calls`` itself)."""
+
+    messages: str
+    tools: str = "[]"
+    params: GenParams = field(default_factory=GenParams)
+    parser: Optional[str] = None
+    kind = "tool_chat"
+
+    def message_dicts(self) -> list[dict]:
+        return json.loads(self.messages)
+
+    def tool_dicts(self) -> list[dict]:
+        return json.loads(self.tools)
+
+    def key(self) -> str:
+        def compute():
+            p = self.params.to_dict()
+            if p["temperature"] == 0.0:
+                p.pop("seed"); p.pop("top_p"); p.pop("top_k", None); p.pop("min_p", None)
+            return _digest(["tool_chat", self.messages, self.tools, self.parser, p])
+        return _memo_key(self, compute)
+
+    def length(self) -> int:
+        return len(self.messages) + len(self.tools)
+
+
+Request = Union[LoglikelihoodRequest, RollingRequest, GenerateRequest, RewardRequest, EmbedRequest, ToolChatRequest]
 
 
 @dataclass
@@ -174,10 +206,16 @@ class Completion:
     usage: Optional[dict] = None
     #: the server's trace never ended (a reasoning parser left the answer field null)
     trace_open: Optional[bool] = None
+    #: tool_chat: the calls read from the reply (``{"name", "arguments"}``; ``raw_arguments`` when not
+    #: a JSON object), the reply's text that is not a call, and why a call-like text was not readable
+    tool_calls: Optional[list] = None
+    content: Optional[str] = None
+    tool_error: Optional[str] = None
+
+    _EXTRAS = ("trace", "usage", "trace_open", "tool_calls", "content", "tool_error")
 
     def extras(self) -> dict:
-        return {k: v for k, v in (("trace", self.trace), ("usage", self.usage), ("trace_open", self.trace_open))
-                if v is not None}
+        return {k: getattr(self, k) for k in self._EXTRAS if getattr(self, k) is not None}
 
 
 @dataclass
@@ -212,5 +250,5 @@ def response_from_json(kind: str, obj):
     out = []
     for item in obj:
         extra = item[2] if len(item) > 2 and isinstance(item[2], dict) else {}
-        out.append(Completion(item[0], item[1], extra.get("trace"), extra.get("usage"), extra.get("trace_open")))
+        out.append(Completion(item[0], item[1], **{k: extra.get(k) for k in Completion._EXTRAS}))
     return out

@@ -46,6 +46,7 @@ class VLLMServer:
     def __init__(self, model_dir: str, log_path: Path):
         self.model_dir, self.log_path, self.port = model_dir, log_path, _free_port()
         self.proc = None
+        self.extra: list = []
 
     @property
     def base_url(self) -> str:
@@ -57,7 +58,7 @@ class VLLMServer:
         head = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model_dir]
         return head + ["--served-model-name", SERVED, "--host", "127.0.0.1", "--port", str(self.port),
                        "--dtype", "float32", "--max-model-len", "4096", "--enforce-eager", "--seed", "0",
-                       "--api-key", KEY, "--disable-uvicorn-access-log"]
+                       "--api-key", KEY, "--disable-uvicorn-access-log"] + self.extra
 
     def start(self, timeout: float = 420) -> None:
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
@@ -87,7 +88,14 @@ class VLLMServer:
 
 @pytest.fixture(scope="session")
 def server(tiny_model_dir, tmp_path_factory):
-    srv = VLLMServer(tiny_model_dir, tmp_path_factory.mktemp("vllm_serve") / "server.log")
+    folder = tmp_path_factory.mktemp("vllm_serve")
+    srv = VLLMServer(tiny_model_dir, folder / "server.log")
+    # tool calling as vLLM serves it: the model's own template without tools, evalkit's Hermes ChatML with
+    # them (the model's ignores tools), read by vLLM's hermes parser
+    from evalkit.backends.tool_chat import with_tools_fallback
+    template = folder / "tools.jinja"
+    template.write_text(with_tools_fallback((Path(tiny_model_dir) / "chat_template.jinja").read_text()))
+    srv.extra = ["--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--chat-template", str(template)]
     srv.start()
     yield srv
     srv.kill()
@@ -268,6 +276,41 @@ def test_wikitext_and_gsm8k_through_the_server(server, key_env, shared_data, tmp
     again = evaluate(backend_for(server), config, cache, None, progress=False, task_runs=few_docs(config)).to_dict()
     assert again["engine"].get("computed", 0) == 0
     cache.close()
+
+
+def test_agent_episode_with_tools_through_the_server(server, key_env, tmp_path):
+    """An episode (tools, tool calls, tool results) through `vllm serve --tool-call-parser hermes`: the
+    first reply is a canned tool call (the tiny model does not call tools), run in the sandbox; its
+    result goes back to the real server in OpenAI's format, which renders and answers it."""
+    import evalkit
+    sys.path.insert(0, str(Path(__file__).parents[1] / "agents"))
+    import _bank  # noqa: F401 (registers agent_bank_test)
+    data = tmp_path / "one.jsonl"
+    data.write_text(json.dumps({"id": "d", "balance": 10, "turns": ["Deposit 5."], "want": 15}) + "\n")
+    canned = {"id": "x", "object": "chat.completion", "model": SERVED, "usage": {"prompt_tokens": 9, "completion_tokens": 4},
+              "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None,
+                           "tool_calls": [{"id": "srv_1", "type": "function", "function": {
+                               "name": "deposit", "arguments": "{\"amount\": 5}"}}]}}]}
+    proxy = FaultProxy(server.port)
+    try:
+        be = backend_for(server, base_url=proxy.base_url)
+        proxy.faults = [(200, canned, {})]
+        run = evalkit.evaluate(model=be, tasks=["agent_bank_test"], data={"agent_bank_test": str(data)}, output=None,
+                               cache_dir=str(tmp_path / "cache"), task_args={"agent_bank_test": {
+                                   "parser": "", "max_tokens": 16, "max_steps": 2}})
+    finally:
+        proxy.close()
+    row = run.samples["agent_bank_test"][0]
+    t = row["responses"][0]
+    assert t["turns"][0]["tool_calls"] == [{"id": "call_0_0", "name": "deposit", "arguments": {"amount": 5}}]
+    assert json.loads(t["turns"][0]["results"][0]["result"]) == {"balance": 15} and t["snapshots"][0]["balance"] == 15
+    assert row["metrics"]["balance_ok"] == 1.0
+    sent = [json.loads(b) for b in proxy.bodies if b and b"messages" in b]
+    assert len(sent) == 2 and [x["function"]["name"] for x in sent[0]["tools"]] == [x["function"]["name"] for x in _bank.TOOLS]
+    assert sent[1]["messages"][-2]["tool_calls"][0]["id"] == "call_0_0"
+    assert sent[1]["messages"][-1] == {"role": "tool", "content": "{\"balance\": 15}", "name": "deposit",
+                                       "tool_call_id": "call_0_0"}
+    assert t["turns"][1]["completion_tokens"] > 0 and t["turns"][1]["tool_calls"] == []  # the real server's reply
 
 
 def test_server_killed_mid_run_restart_and_resume_lose_nothing(server, key_env, shared_data, tmp_path):

@@ -1,0 +1,141 @@
+"""What an agent task asks for: an ``Episode`` (a conversation in which the model may call tools),
+the ``ToolEnv`` its tools run in, and the ``Transcript`` it is answered with.
+
+A task's ``requests`` returns one ``Episode`` per doc instead of engine requests; the run's agent
+loop (``evalkit.run.agent_loop``) plays it: every model turn is a ``ToolChatRequest`` through the
+engine (deduped, cached, so a killed run resumes at the turn it reached), every tool call runs in
+evalkit's sandbox (``evalkit.sandbox.tools``), never in the evaluator's process. The transcript
+(every message, call, result, error, token count and time) is what the task scores.
+
+A ``ToolEnv`` is Python source run inside the sandbox, defining:
+
+* ``setup(config) -> state``: the initial state (any picklable object) from the JSON ``config``;
+* ``call(state, name, arguments) -> result``: one tool call; mutates ``state``, returns something
+  JSON-able or a string; an exception is the call's error, given back to the model;
+* ``snapshot(state) -> JSON`` (optional): what the transcript keeps of the state after each user
+  turn (checkers compare it); the parent never unpickles a state, it only carries it between calls.
+
+The working directory of every call is the episode's own state directory (kept across turns).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Optional
+
+from evalkit.taskapi.requests import GenParams
+
+
+def canonical_json(obj) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class ToolEnv:
+    """Tool code (``source``) and its JSON ``config``; ``name`` labels it in records."""
+
+    name: str
+    source: str
+    config: str = "{}"  # canonical JSON
+
+    def digest(self) -> str:
+        return hashlib.sha256(f"{self.name}\0{self.source}\0{self.config}".encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One conversation with tools.
+
+    ``messages``: the opening messages (system, earlier turns), canonical JSON of a list of dicts;
+    ``user_turns``: the user messages given one after another: the model acts (calls tools, up to
+    ``max_steps`` model turns) until it answers without a call, then the next user turn comes;
+    ``tools``: OpenAI-format function schemas (canonical JSON list) available from the start;
+    ``added_tools``: ``{turn index: [schemas]}`` (canonical JSON) made available from that turn on;
+    ``tool_mode``: ``native`` (the schemas go to the model's chat template or the server's ``tools``)
+    or ``prompt`` (the task put them in its prompt; the model's text is parsed for calls);
+    ``parser``: the tool-call parser for text (``pythonic``, ``hermes``, ``llama3_json``; native mode
+    on a server: the server's own unless given);
+    ``max_tokens_total``/``max_seconds``: the episode's budget; over it, it ends (``stop_reason``).
+    """
+
+    messages: str
+    user_turns: tuple
+    tools: str
+    env: Optional[ToolEnv] = None
+    added_tools: str = "{}"
+    tool_mode: str = "native"
+    parser: Optional[str] = None
+    params: GenParams = field(default_factory=GenParams)
+    max_steps: int = 20
+    max_tokens_total: Optional[int] = None
+    max_seconds: Optional[float] = None
+    kind = "episode"
+
+    def __post_init__(self):
+        if self.tool_mode not in ("native", "prompt"):
+            raise ValueError(f"tool_mode must be 'native' or 'prompt', not {self.tool_mode!r}")
+
+    @classmethod
+    def build(cls, messages: list, user_turns: list, tools: list, env: Optional[ToolEnv] = None,
+              added_tools: Optional[dict] = None, **kw) -> "Episode":
+        return cls(canonical_json(messages), tuple(canonical_json(t) for t in user_turns), canonical_json(tools),
+                   env, canonical_json({str(k): v for k, v in (added_tools or {}).items()}), **kw)
+
+    def opening(self) -> list[dict]:
+        return json.loads(self.messages)
+
+    def turn_messages(self, i: int) -> list[dict]:
+        """The messages user turn ``i`` adds (a string is one user message)."""
+        t = json.loads(self.user_turns[i])
+        if isinstance(t, str):
+            return [{"role": "user", "content": t}]
+        return t if isinstance(t, list) else [t]
+
+    def tools_at(self, turn: int) -> list[dict]:
+        tools = json.loads(self.tools)
+        for k, extra in sorted(json.loads(self.added_tools).items(), key=lambda kv: int(kv[0])):
+            if int(k) <= turn:
+                tools = tools + list(extra)
+        return tools
+
+    def key(self) -> str:
+        blob = canonical_json([self.messages, list(self.user_turns), self.tools, self.env.digest() if self.env else None,
+                               self.added_tools, self.tool_mode, self.parser, self.params.to_dict(), self.max_steps,
+                               self.max_tokens_total, self.max_seconds])
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def length(self) -> int:
+        return len(self.messages) + sum(len(t) for t in self.user_turns)
+
+
+@dataclass
+class Transcript:
+    """The played episode. ``messages``: the whole conversation as sent (assistant messages with
+    their ``tool_calls``, ``tool`` messages with results or errors); ``turns``: per model turn
+    ``{user_turn, tool_calls, results, prompt_tokens, completion_tokens, seconds, finish_reason,
+    parse_error}``; ``snapshots``: the environment's ``snapshot`` after each user turn;
+    ``responses``: per user turn, the model's final text; ``stop_reason``: ``done``, ``max_steps``,
+    ``max_tokens_total``, ``max_seconds`` or ``length`` (a reply hit max_tokens)."""
+
+    messages: list = field(default_factory=list)
+    turns: list = field(default_factory=list)
+    snapshots: list = field(default_factory=list)
+    responses: list = field(default_factory=list)
+    stop_reason: str = "done"
+    tokens: int = 0
+    seconds: float = 0.0
+
+    def calls(self, user_turn: Optional[int] = None) -> list[dict]:
+        """Every tool call made (in one user turn), as ``{name, arguments, error?}``."""
+        return [c for t in self.turns if user_turn is None or t["user_turn"] == user_turn for c in t["tool_calls"]]
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Transcript":
+        return cls(**{k: d[k] for k in ("messages", "turns", "snapshots", "responses", "stop_reason", "tokens",
+                                        "seconds") if k in d})
+
+    def to_json(self) -> dict:
+        return {"messages": self.messages, "turns": self.turns, "snapshots": self.snapshots,
+                "responses": self.responses, "stop_reason": self.stop_reason, "tokens": self.tokens,
+                "seconds": round(self.seconds, 3)}
