@@ -12,7 +12,7 @@ from conftest import REPO
 
 # The core's folders, lowest first: each may import only the folders listed for it (even lazily).
 # util < records < scoring < taskapi < backends < run (scoring's MetricValue is the record's); the
-# backends see of the task API only the request kinds they answer.
+# backends see of the task API only the request kinds they answer and the tool-call parsers.
 ALLOWED = {
     "evalkit.util": ("evalkit.util", "evalkit.version"),
     "evalkit.records": ("evalkit.records", "evalkit.util", "evalkit.version"),

@@ -12,12 +12,13 @@ agent task reports beside its own (``TOOL_USE_METRICS``, from ``tool_use_figures
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar, Sequence
 
 from evalkit.scoring.metric import Metric
 from evalkit.taskapi.agent import Episode, Transcript
 from evalkit.taskapi.items import Doc, RunContext, Sample, Scored
-from evalkit.taskapi.task import Task
+from evalkit.taskapi.task import Task, run_params
 
 TOOL_USE_METRICS = (Metric("turns", higher_is_better=False), Metric("tool_calls", higher_is_better=False),
                     Metric("tokens", higher_is_better=False), Metric("invalid_call_format", higher_is_better=False),
@@ -65,7 +66,9 @@ class AgentTask(Task):
         raise NotImplementedError
 
     def requests(self, doc, ctx):
-        return [self.episode(doc, ctx)]
+        """The doc's episode, its generation parameters with the run's overrides (``--gen-kwargs``)."""
+        ep = self.episode(doc, ctx)
+        return [replace(ep, params=run_params(ep.params, ctx, self.name, doc.id))]
 
     def prompt_of(self, doc, ctx):
         """What the model reads first: the opening messages and the first user turn (``--write-out``)."""
@@ -75,7 +78,7 @@ class AgentTask(Task):
     def score_all(self, docs: Sequence[Doc], responses: Sequence[list], ctx: RunContext) -> list[Sample]:
         out = []
         for doc, (t,) in zip(docs, responses):
-            ep = self.episode(doc, ctx)
+            ep = self.requests(doc, ctx)[0]
             s = self.score_transcript(doc, t)
             tools = ep.tools_at(len(ep.user_turns))
             s.metrics = {**s.metrics, **tool_use_figures(t, tools)}

@@ -50,6 +50,17 @@ from evalkit.taskapi.requests import GenerateRequest, GenParams, LoglikelihoodRe
 from evalkit.scoring.stats import MetricValue, derive_seed
 
 
+def run_params(base: GenParams, ctx: RunContext, task: str, doc_id: str) -> GenParams:
+    """A task's generation parameters with the run's overrides (``--gen-kwargs``); sampling gets a
+    seed derived from the run seed, the task and the doc."""
+    p = dict(base.__dict__)
+    p.update({k: v for k, v in ctx.gen_overrides.items() if k in p})
+    if p["temperature"] and p.get("seed") is None:
+        p["seed"] = derive_seed(ctx.seed, task, "sample", doc_id) % (2 ** 31)
+    p["stop"] = tuple(p["stop"])
+    return GenParams(**p)
+
+
 class Task(Prompting):
     # ---- what a task declares ----
     name: ClassVar[str]
@@ -265,12 +276,7 @@ class GenerationTask(Task):
     gen_params: ClassVar[GenParams] = GenParams()
 
     def params(self, doc: Doc, ctx: RunContext) -> GenParams:
-        p = dict(self.gen_params.__dict__)
-        p.update({k: v for k, v in ctx.gen_overrides.items() if k in p})
-        if p["temperature"] and p.get("seed") is None:
-            p["seed"] = derive_seed(ctx.seed, self.name, "sample", doc.id) % (2 ** 31)
-        p["stop"] = tuple(p["stop"])
-        return GenParams(**p)
+        return run_params(self.gen_params, ctx, self.name, doc.id)
 
     def requests(self, doc, ctx):
         params = self.params(doc, ctx)
