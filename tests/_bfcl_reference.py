@@ -22,7 +22,8 @@ A request is an object with any of these parts, answered under the same keys:
   on already decoded calls.
 * ``prompts``: a list of categories: every entry's messages as BFCL's prompt-based handlers send them
   (``load_dataset_entry`` with the language hints, ``system_prompt_pre_processing_chat_model``) and
-  its raw entry and possible answer (``load_dataset_entry`` without hints, ``load_ground_truth_entry``).
+  its raw entry and possible answer (``load_dataset_entry`` without hints, ``load_ground_truth_entry``),
+  and the ``tools`` BFCL's OpenAI-compatible function-calling handler sends (``convert_to_tool``).
 * ``scores``: ``{category: {accuracy, total_count}}``: BFCL's summaries
   (``calculate_*_accuracy`` as ``generate_leaderboard_csv`` combines them).
 
@@ -84,6 +85,9 @@ from bfcl_eval.constants.enums import Language, ReturnFormat  # noqa: E402
 from bfcl_eval.eval_checker import eval_runner, eval_runner_helper  # noqa: E402
 from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker  # noqa: E402
 from bfcl_eval.model_handler.utils import default_decode_ast_prompting, system_prompt_pre_processing_chat_model  # noqa: E402
+from bfcl_eval.model_handler.utils import convert_to_tool  # noqa: E402
+from bfcl_eval.constants.enums import ModelStyle  # noqa: E402
+from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI  # noqa: E402
 
 
 class PromptHandler:
@@ -163,7 +167,9 @@ def prompts(categories: list) -> dict:
         rows = []
         for i, (h, r) in enumerate(zip(hinted, raw)):
             msgs = system_prompt_pre_processing_chat_model(copy.deepcopy(h["question"][0]), h["function"], h["id"])
-            rows.append({"id": r["id"], "messages": msgs, "function": r["function"],
+            # what BFCL's OpenAI-compatible function-calling handler sends as ``tools``
+            tools = convert_to_tool(copy.deepcopy(h["function"]), GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)
+            rows.append({"id": r["id"], "messages": msgs, "function": r["function"], "tools": tools,
                          "ground_truth": truth[i]["ground_truth"] if truth else None})
         out[cat] = rows
     return out

@@ -45,6 +45,7 @@ from evalkit.taskapi import registry  # noqa: E402
 from evalkit.taskapi.items import RunContext  # noqa: E402
 from evalkit.tasks.bfcl.checker import check  # noqa: E402
 from evalkit.tasks.bfcl.verdict import judge  # noqa: E402
+from evalkit.tasks.bfcl import fc  # noqa: E402
 
 HAS_TREE_SITTER = all(importlib.util.find_spec(m) for m in ("tree_sitter", "tree_sitter_java", "tree_sitter_javascript"))
 CATEGORIES = [c if bfcl_data.language_of(c) == "python" or HAS_TREE_SITTER else
@@ -129,6 +130,7 @@ def test_prompts_and_data_are_bfcls(parity, docs, category):
         d = docs[r["id"]]
         assert task.messages(d, ctx) == r["messages"], r["id"]
         assert d.meta["functions"] == r["function"] and d.target == r["ground_truth"], r["id"]
+        assert fc.openai_tools(d.meta["functions"], category) == r["tools"], r["id"]  # tool_mode=native
 
 
 @pytest.mark.parametrize("category", [c for c in CATEGORIES if bfcl_data.kind_of(getattr(c, "values", [c])[0]) == "ast"])
@@ -180,6 +182,25 @@ def test_summaries_are_bfcls_aggregation(parity):
     assert scores.overall_with_missing_as_zero(ours)["value"] == pytest.approx(ref["overall"], abs=1e-12)
 
 
+def test_native_tool_calls_get_bfcls_verdicts(parity, docs):
+    """tool_mode=native: the decoded answers and mutations, sent as a function-calling model's tool calls
+    (names with underscores for dots), scored through the task as BFCL's checker scores them with
+    underscore_to_dot."""
+    from evalkit.taskapi.requests import Completion
+    rows = [(it, theirs) for it, theirs, _ in parity["checks"] if it["underscore_to_dot"]
+            and it["language"] == "python" and all(isinstance(c, dict) and len(c) == 1 for c in it["calls"])]
+    tasks = {}
+    mismatches = []
+    for it, theirs in rows:
+        task = tasks.setdefault(it["category"], registry.get_task_class(f"bfcl_{it['category']}")(tool_mode="native"))
+        calls = [{"name": name, "arguments": args} for c in it["calls"] for name, args in c.items()]
+        reply = Completion("", "stop", tool_calls=calls, content="")
+        (sample,) = task.score_all([docs[it["id"]]], [[[reply]]], RunContext())
+        if bool(sample.metrics["accuracy"]) != outcome(theirs):
+            mismatches.append((it["id"], it["label"], theirs, sample.extra["error_type"]))
+    assert len(rows) > 500 and mismatches == []
+
+
 # ---- (c) the bundled model's own answers --------------------------------------------------------
 def _shortest_items(tmp_path, per_category: int = 2):
     """A BFCL data folder holding the ``per_category`` items of each category with the shortest
@@ -225,6 +246,25 @@ def test_the_bundled_models_answers_get_bfcls_verdicts(tmp_path, vllm_backend, c
         assert set(runs[chat].tasks["bfcl_single_turn"].breakdowns) == {f"category:{c}" for c in bfcl_data.CATEGORIES}
     kinds = collections.Counter(r["extra"]["error_type"] or "valid" for rs in rows.values() for r in rs)
     print(f"\nmodel answers: {sum(map(len, rows.values()))} in {t_gen:.0f}s, every verdict equals BFCL's: {dict(kinds)}")
+    # function calling (tool_mode=native): the docs as tools, the replies' tool calls decoded as BFCL's FC handlers
+    # do ([{name: arguments}]); those that decode are checked by BFCL's ast_checker with underscore_to_dot
+    native = evalkit.evaluate(model=vllm_backend, tasks=["bfcl_single_turn"], data={"bfcl_single_turn": str(folder)},
+                              task_args={"bfcl_single_turn": {"tool_mode": "native"}}, gen_kwargs={"max_tokens": 48},
+                              output=None, cache_dir=str(cache_dir)).samples["bfcl_single_turn"]
+    checks = [{"id": r["doc_id"], "category": r["extra"]["category"], "language": bfcl_data.language_of(
+        r["extra"]["category"]), "calls": r["extracted"], "underscore_to_dot": True} for r in native
+        if bfcl_data.kind_of(r["extra"]["category"]) == "ast" and r["extra"]["error_type"] != "ast_decoder:decoder_failed"]
+    theirs = reference({"checks": checks})["checks"] if checks else []
+    by_id = {r["doc_id"]: r for r in native}
+    assert [(c["id"], t) for c, t in zip(checks, theirs) if outcome(t) != bool(by_id[c["id"]]["metrics"]["accuracy"])] == []
+    for r in native:
+        calls = r["extra"]["tool_calls"]
+        if bfcl_data.kind_of(r["extra"]["category"]) != "ast":  # no call is right for irrelevance, wrong for relevance
+            assert bool(r["metrics"]["accuracy"]) == (not calls if "irrelevance" in r["extra"]["category"] else bool(calls))
+        elif not calls:
+            assert r["extra"]["error_type"] == "ast_decoder:decoder_failed"
+    print(f"native tool calls: {sum(len(r['extra']['tool_calls'] or []) for r in native)} in {len(native)} replies, "
+          f"{len(checks)} checked by BFCL's ast_checker")
 
 
 def scores_names() -> tuple:

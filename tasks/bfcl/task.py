@@ -12,9 +12,11 @@ calls (``extracted``) and BFCL's error type (``extra.error_type``).
 category as a breakdown and BFCL's leaderboard summaries (``scores``: non-live and live AST,
 irrelevance and relevance detection), each with its interval.
 
-Task options (``--task-args``): ``underscore_to_dot=true`` expects dotted function names with
-underscores, as BFCL does for models whose API forbids dots (its native function-calling mode;
-prompt-based models keep the dots).
+Task options (``--task-args``): ``tool_mode=native`` prompts as BFCL prompts function-calling
+models (``fc``: the question's messages, the docs as native tools, the reply's tool calls as the
+answer; ``--tool-parser`` names how the model writes them); ``underscore_to_dot=true`` expects
+dotted function names with underscores, as BFCL does for models whose API forbids dots (on in
+native mode, whose tool names have underscores for dots; prompt-based models keep the dots).
 """
 from __future__ import annotations
 
@@ -28,8 +30,11 @@ from evalkit.taskapi.data import DataSource, FieldError
 from evalkit.taskapi.requests import GenParams
 from evalkit.taskapi.task import Doc, GenerationTask, Scored, limit_count, register_task
 
-from . import data, prompt, scores
-from .verdict import judge, json_safe
+from evalkit.taskapi.agent import canonical_json
+from evalkit.taskapi.requests import ToolChatRequest
+
+from . import data, fc, prompt, scores
+from .verdict import judge, judge_calls, json_safe
 
 AST_METRICS = (Metric("accuracy"), Metric("invalid_format", higher_is_better=False),
                Metric("unknown_function", higher_is_better=False), Metric("wrong_arg_type", higher_is_better=False))
@@ -56,7 +61,7 @@ class BFCLTask(GenerationTask):
     gen_params = GenParams(max_tokens=4096, temperature=0.0)
     #: without a chat template the next turn would begin here
     plain_stop: ClassVar[tuple] = ("\nUser:",)
-    known_options: ClassVar[tuple] = ("underscore_to_dot",)
+    known_options: ClassVar[tuple] = ("underscore_to_dot", "tool_mode")
 
     def load_docs(self, split, max_docs=None, path=None):
         where = path or self.data_path or data.default_data_dir(self.name)
@@ -111,13 +116,44 @@ class BFCLTask(GenerationTask):
             bfcl_version = version("bfcl-eval")
         except PackageNotFoundError:
             bfcl_version = None
-        return {"data": self.__dict__.get("_data_dir"), "bfcl_eval_version": bfcl_version,
-                "prompting": "prompt-based: BFCL's default system prompt, answers decoded as BFCL decodes them"}
+        prompting = ("function calling: the docs as native tools, the reply's tool calls as the answer" if self.native()
+                     else "prompt-based: BFCL's default system prompt, answers decoded as BFCL decodes them")
+        return {"data": self.__dict__.get("_data_dir"), "bfcl_eval_version": bfcl_version, "prompting": prompting}
+
+    def native(self) -> bool:
+        mode = str(self.options.get("tool_mode", "prompt")).strip().lower()
+        if mode not in ("prompt", "native"):
+            raise ValueError(f"task {self.name}: tool_mode must be 'prompt' or 'native', not {mode!r}")
+        return mode == "native"
+
+    def requests(self, doc, ctx):
+        if not self.native():
+            return super().requests(doc, ctx)
+        question = [{"role": m["role"], "content": m["content"]} for m in doc.meta["question"]]
+        if ctx.system_prompt:
+            question.insert(0, {"role": "system", "content": ctx.system_prompt})
+        tools = fc.openai_tools(doc.meta["functions"], doc.meta["category"])
+        return [ToolChatRequest(canonical_json(question), canonical_json(tools), self.params(doc, ctx), ctx.tool_parser)]
 
     # ---- scoring ----
     def underscore_to_dot(self) -> bool:
-        value = self.options.get("underscore_to_dot", False)
+        value = self.options.get("underscore_to_dot", self.native())
         return value.strip().lower() in ("1", "true", "yes") if isinstance(value, str) else bool(value)
+
+    def score_all(self, docs, responses, ctx):
+        if not self.native():
+            return super().score_all(docs, responses, ctx)
+        out = []
+        for doc, r in zip(docs, responses):
+            comp = r[0][0]
+            calls, problem = fc.answer_of(comp.tool_calls)
+            v = judge_calls(doc.meta["category"], doc.meta["functions"], doc.target, calls, problem,
+                            self.underscore_to_dot())
+            s = Scored(v.metrics, extracted=json_safe(v.calls), responses=[comp.text],
+                       extra={"category": doc.meta["category"], "error_type": v.error_type, "error": v.message,
+                              "tool_calls": comp.tool_calls, "tool_parse_error": comp.tool_error})
+            out.append(self.sample_of(doc, r, [comp.text], s, ctx))
+        return out
 
     def score_text(self, doc, text):
         v = judge(doc.meta["category"], doc.meta["functions"], doc.target, text, self.underscore_to_dot())

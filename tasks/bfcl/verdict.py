@@ -51,26 +51,32 @@ def is_call_list(calls) -> bool:
 def judge(category: str, functions: list, ground_truth: Optional[list], text: str,
           underscore_to_dot: bool = False) -> Verdict:
     """BFCL's verdict on ``text`` (the model's answer) for an item of ``category``."""
+    language = language_of(category) if kind_of(category) == "ast" else "python"
+    try:
+        calls, problem = decoder(language)(text), None
+    except DecodeError as e:
+        calls, problem = None, str(e)[:300]
+    return judge_calls(category, functions, ground_truth, calls, problem, underscore_to_dot)
+
+
+def judge_calls(category: str, functions: list, ground_truth: Optional[list], calls, decode_problem: Optional[str],
+                underscore_to_dot: bool = False) -> Verdict:
+    """BFCL's verdict on an answer already decoded (``calls``), or on one that did not decode
+    (``decode_problem``): the prompt-based text decoded, or a function-calling model's tool calls."""
     kind = kind_of(category)
     if kind != "ast":
-        try:
-            calls = decode_python(text)
-            has_call = is_call_list(calls) and len(calls) > 0 and not (len(calls) == 1 and len(calls[0]) == 0)
-        except DecodeError:
-            calls, has_call = None, False
+        has_call = (decode_problem is None and is_call_list(calls) and len(calls) > 0
+                    and not (len(calls) == 1 and len(calls[0]) == 0))
         valid = has_call if kind == "relevance" else not has_call
         error = "" if valid else ("relevance_error:decoder_failed" if kind == "relevance"
                                   else "irrelevance_error:decoder_success")
         return Verdict(valid, error, "", calls, {"accuracy": float(valid)})
     figures = {"accuracy": 0.0, "invalid_format": 1.0, "unknown_function": 0.0, "wrong_arg_type": 0.0}
-    language = language_of(category)
-    try:
-        calls = decoder(language)(text)
-    except DecodeError as e:
-        return Verdict(False, "ast_decoder:decoder_failed", str(e)[:300], None, figures)
+    if decode_problem is not None:
+        return Verdict(False, "ast_decoder:decoder_failed", decode_problem, None, figures)
     if not is_call_list(calls):
         return Verdict(False, "ast_decoder:decoder_wrong_output_format", "", calls, figures)
-    result = check(category, functions, calls, ground_truth, language, underscore_to_dot)
+    result = check(category, functions, calls, ground_truth, language_of(category), underscore_to_dot)
     known = {expected_name(f["name"], underscore_to_dot) for f in functions}
     types = (result.error_type, *result.sub_error_types)
     figures.update(accuracy=float(result.valid), invalid_format=0.0,
