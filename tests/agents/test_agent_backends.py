@@ -34,9 +34,7 @@ def check_transcripts(run):
         assert row["metrics"]["turns"] == len(turns)
 
 
-@pytest.mark.parametrize("which", ["transformers", "vllm"])
-def test_the_bundled_model_plays_episodes(which, request, tmp_path):
-    backend = request.getfixturevalue("hf_backend" if which == "transformers" else "vllm_backend")
+def plays_and_replays(backend, tmp_path):
     first = play(backend, tmp_path / "cache")
     check_transcripts(first)
     assert backend.run_stats()["tool_template_fallback"] == 1
@@ -44,6 +42,15 @@ def test_the_bundled_model_plays_episodes(which, request, tmp_path):
     assert again.engine.get("computed", 0) == 0 and again.engine["cached"] == first.engine["computed"]
     assert [[x["text"] for x in r["responses"][0]["turns"]] for r in again.samples[TASK]] == \
         [[x["text"] for x in r["responses"][0]["turns"]] for r in first.samples[TASK]]
+
+
+def test_the_bundled_model_plays_episodes_through_transformers(hf_backend, tmp_path):
+    plays_and_replays(hf_backend, tmp_path)
+
+
+def test_the_bundled_model_plays_episodes_through_vllm_offline(vllm_backend, tmp_path):
+    """(in the session engine's worker group: the fixture is named in the signature)"""
+    plays_and_replays(vllm_backend, tmp_path)
 
 
 def test_the_readmes_agent_task_runs_on_the_bundled_model(tiny_model_dir, capsys):

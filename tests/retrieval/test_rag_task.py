@@ -5,6 +5,7 @@ split by whether the gold document was retrieved, and the closed-book answer."""
 from functools import partial
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -142,13 +143,14 @@ def test_rag_bad_input_is_a_clear_error(tmp_path):
 
 @pytest.mark.vllm
 @pytest.mark.slow
-def test_rag_gsm8k_end_to_end_vllm(tmp_path, tiny_model_dir, hf_gsm8k_run):
-    pytest.importorskip("vllm")
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    r = evalkit("run", "--model", f"vllm:{tiny_model_dir}", "--model-args", "dtype=float32,max_model_len=2048",
-                "--tasks", "rag_gsm8k", "--data", f"rag_gsm8k={shared('gsm8k')}", "--limit", "8",
-                "--task-args", "rag_gsm8k:k=3", "--cache-dir", str(tmp_path / "cache"), "--output", "res", cwd=tmp_path)
-    rec, rows = _record(r, tmp_path)
+def test_rag_gsm8k_end_to_end_vllm(tmp_path, vllm_backend, hf_gsm8k_run):
+    """The same run on the session's vLLM engine (in process: a second engine would cost a minute)."""
+    import evalkit as api
+    run = api.evaluate(vllm_backend, tasks=["rag_gsm8k"], data={"rag_gsm8k": str(shared("gsm8k"))}, limit=8,
+                       task_args={"rag_gsm8k": {"k": "3"}}, cache_dir=str(tmp_path / "cache"),
+                       output=str(tmp_path / "res"))
+    rec = load_run(run.path)
+    rows = [json.loads(x) for x in (Path(run.path) / rec.tasks["rag_gsm8k"]["samples_file"]).open()]
     task = rec.tasks["rag_gsm8k"]
     _check_rag_record(task, rows, 3, 8, _gsm8k_verify)
     assert rec.model["backend"] == "vllm"
