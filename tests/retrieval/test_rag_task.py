@@ -4,7 +4,6 @@ prompt, the answer scored by the task's verifier, answer accuracy beside hit@k (
 split by whether the gold document was retrieved, and the closed-book answer."""
 from functools import partial
 import json
-import os
 from pathlib import Path
 
 import pytest
