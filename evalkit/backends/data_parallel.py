@@ -179,6 +179,9 @@ class DataParallelBackend(Backend):
     def generate(self, requests):
         return self._run("generate", requests)
 
+    def tool_chat(self, requests):  # agent turns, rendered and parsed by each actor's backend
+        return self._run("tool_chat", requests)
+
     def apply_chat_template(self, messages):
         return self._ray.get(self.actors[0].apply_chat_template.remote(messages))
 
