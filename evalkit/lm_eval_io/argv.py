@@ -72,9 +72,12 @@ def _split(argv: list) -> list:
     return out
 
 
-def _kv(text: str) -> dict:
+def _kv(text: str, flag: str = "--model_args") -> dict:
     from evalkit.util.kvargs import parse_model_args
-    return parse_model_args(text, "--model_args")
+    try:
+        return parse_model_args(text, flag)
+    except ValueError as e:  # a one-line error, not a traceback
+        raise ConfigError(str(e)) from None
 
 
 def _device_arg(device: str):
@@ -92,7 +95,7 @@ def _device_arg(device: str):
 def translate(argv: list, known: set) -> list:
     """``evalkit run`` arguments with lm-eval's spellings rewritten; ``known``: run's own flags."""
     args, out = _split(list(argv)), []
-    model_type, model_args, extra_args = None, None, {}
+    model_type, model_args, extra_args, flag = None, None, {}, "--model_args"
     i = 0
     while i < len(args):
         a = SHORT.get(args[i], args[i])
@@ -107,7 +110,7 @@ def translate(argv: list, known: set) -> list:
                                   f"hf, vllm and openai (lm-eval's local-completions), e.g. --model hf:PATH")
             model_type, i = val, i + 1
         elif a in ("--model_args", "--model-args") and val is not None:
-            model_args, i = val, i + 1
+            model_args, flag, i = val, a, i + 1
         elif a in ("--batch_size", "--device") and val is not None:
             i += 1
             if a == "--batch_size":
@@ -157,9 +160,9 @@ def translate(argv: list, known: set) -> list:
         else:
             out.append(a)
     if model_type is not None:
-        return _model_flags(model_type, _kv(model_args or ""), extra_args) + out
+        return _model_flags(model_type, _kv(model_args or "", flag), extra_args) + out
     if model_args is not None or extra_args:  # evalkit's --model PREFIX:NAME with lm-eval's batch/device flags
-        merged = {**_kv(model_args or ""), **extra_args}
+        merged = {**_kv(model_args or "", flag), **extra_args}
         out += ["--model-args", ",".join(f"{k}={v}" for k, v in merged.items())]
     return out
 

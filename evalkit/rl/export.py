@@ -24,6 +24,8 @@ from evalkit.taskapi import registry
 from evalkit.rl.bridge import KIND, SCORING_TASK
 from evalkit.rl.version import verifier_hash
 from evalkit.taskapi.task import RunContext
+from evalkit.taskapi.data import DataError
+from evalkit.util.errors import ConfigError
 
 ABILITY = {"number": "math", "math": "math", "letter": "knowledge", "code": "code"}
 
@@ -76,9 +78,14 @@ def rows(task_name: str, fmt: str, data_path=None, split=None, limit=None, chat:
 
 def export(task_name: str, fmt: str, output: str, split=None, **kw) -> dict:
     out_dir = Path(output)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if kw.get("limit") is not None and kw["limit"] < 1:
+        raise ConfigError(f"--limit {kw['limit']}: must be a number of rows >= 1")
     data = rows(task_name, fmt, split=split, **kw)
     split_name = split or registry.get_task_class(prompt_task_name(task_name)).eval_split
+    if not data:  # never an empty training file with exit 0
+        raise DataError(f"{kw.get('data_path') or 'the hub dataset'}: task {task_name} split {split_name!r} has no "
+                        f"rows to export")
+    out_dir.mkdir(parents=True, exist_ok=True)
     if fmt == "verl":
         import pandas as pd
         path = out_dir / f"{split_name}.parquet"

@@ -66,6 +66,7 @@ def digest(path: Path) -> str:
     (["--task-args", "gsm8k:shots=3"], ["--task-args gsm8k", "unknown option(s) shots"]),
     (["--task-args", "wikitext:x=1"], ["--task-args", "'wikitext' is not being run"]),
     (["--model-args", "dtype=float77"], ["--model-args", "dtype='float77'", "float32"]),
+    (["--model-args", "junk"], ["--model-args: 'junk' is not key=value"]),  # #38: was a traceback
     (["--model-args", "batch_size=-1"], ["--model-args", "batch_size=-1"]),
     (["--model-args", "batch_size=0"], ["--model-args", "batch_size=0"]),
     (["--model-args", "device=gpu0"], ["--model-args", "device='gpu0'"]),

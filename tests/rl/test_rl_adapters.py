@@ -252,3 +252,20 @@ def test_export_prompts_match_the_evaluation(tmp_path):
         res = compute_score(r["data_source"], gold["answer"], r["reward_model"]["ground_truth"], dict(r["extra_info"]))
         assert res["score"] == 1.0
     assert json.loads((tmp_path / "manifest.json").read_text())["verifier_hash"].startswith("evk-")
+
+
+@pytest.mark.parametrize("extra, needle", [(["--limit", "0"], "--limit 0: must be a number of rows >= 1"),
+                                           (["--limit", "-1"], "--limit -1: must be"),
+                                           (["--data", "EMPTY"], "has no rows to export")])
+def test_export_never_writes_an_empty_training_file(tmp_path, capsys, extra, needle):
+    """#38: --limit 0 / -1 or an empty data file wrote empty training files with exit 0."""
+    from evalkit.cli import main
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "test.jsonl").write_text("")
+    extra = [str(empty) if x == "EMPTY" else x for x in extra]
+    data = [] if "--data" in extra else ["--data", str(shared("gsm8k"))]
+    out = tmp_path / "out"
+    assert main(["export-rl", "--task", "gsm8k", "--format", "trl", "--output", str(out), *data, *extra]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err and not out.exists()
