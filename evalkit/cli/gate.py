@@ -156,6 +156,19 @@ def _kv(value) -> dict:
     return dict(value) if isinstance(value, dict) else parse_model_args(value or "")
 
 
+def check_primary(baseline, opts, path: str) -> None:
+    """Every ``primary`` pattern names a task:metric of the baseline, before the candidate is evaluated."""
+    import fnmatch
+    if not opts.primary:
+        return
+    have = [f"{t}:{m}" for t, e in baseline.tasks.items() if opts.tasks is None or t in opts.tasks for m in e.metrics]
+    for p in opts.primary:
+        pattern = p if ":" in p else f"*:{p}"
+        if not any(fnmatch.fnmatchcase(h, pattern) for h in have):
+            raise EvalkitError(f"{path}: [compare] primary {p!r} matches no task:metric of the baseline "
+                               f"(have: {', '.join(have[:20])})")
+
+
 def config_from_record(rec, cfg: dict) -> RunConfig:
     """The baseline record's settings, so the candidate sees exactly the same docs and prompts."""
     rc = rec.run.config
@@ -257,6 +270,9 @@ def run(args) -> int:
         opts = options_from(args, section)
     except ValueError as e:
         raise EvalkitError(f"{args.config}: [compare] {e}") from None
+    from evalkit.compare.multiplicity import METHODS
+    if opts.correction not in METHODS:   # checked now, not after the candidate was evaluated
+        raise EvalkitError(f"{args.config}: [compare] correction = {opts.correction!r}: allowed {', '.join(METHODS)}")
     cand = cfg.get("candidate", {})
     spec = args.candidate or cand.get("model")
     saved = args.candidate_run or (_path(cfg, cand["run"]) if cand.get("run") and not args.candidate else None)
@@ -285,6 +301,7 @@ def run(args) -> int:
             baseline = run_model(cfg["baseline_model"], _kv(cfg.get("baseline_model_args")), config, cache, output)
         else:
             raise EvalkitError("the config needs `baseline` (a run folder) or `baseline_model`")
+        check_primary(load_run(baseline), opts, args.config)
         extra_gen = {**_kv(cand.get("gen_kwargs")), **parse_model_args(args.gen_kwargs)}
         bad = set(extra_gen) - GEN_KEYS
         if bad:

@@ -256,6 +256,7 @@ def test_plain_text_predictions_with_limit_align_by_order(capsys, gsm, tmp_path)
     ("shard = [3, 2]\n", ["shard = [3, 2]"]),
     ("[candidate]\nmodel_args = 3\n", ["[candidate] model_args = 3"]),
     ("[compare]\nmargin = 1\nnot toml at all\n", ["invalid TOML", "line 7"]),
+    ('[compare]\ncorrection = "bogus"\n', ["[compare] correction = 'bogus'", "holm, bh, none"]),  # #38
 ])
 def test_gate_config_is_checked_before_anything_runs(capsys, tmp_path, toml, needles):
     with FaultServer() as srv:
@@ -266,6 +267,17 @@ def test_gate_config_is_checked_before_anything_runs(capsys, tmp_path, toml, nee
                               "--output", str(tmp_path / "r")], str(cfg), *needles)
         assert srv.paths == []  # nothing was asked of any model
     assert not (tmp_path / "r").exists()
+
+
+def test_gate_primary_is_checked_before_the_candidate_runs(capsys, tmp_path, record):
+    """#38: a [compare] primary naming no metric of the baseline failed only after the candidate ran."""
+    with FaultServer() as srv:
+        cfg = tmp_path / "gate.toml"
+        cfg.write_text(f'baseline = "{record}"\n[compare]\nprimary = ["gsm8k:exact_match_strict", "gsm8k:acurracy"]\n')
+        assert_error(capsys, ["gate", "--config", str(cfg), "--candidate", f"openai:{MODEL}", "--candidate-args",
+                              f"base_url={srv.base_url}", "--no-cache", "--output", str(tmp_path / "r")],
+                     str(cfg), "primary 'gsm8k:acurracy' matches no task:metric of the baseline", "exact_match")
+        assert srv.paths == []
 
 
 def test_binary_gate_config(capsys, tmp_path):
