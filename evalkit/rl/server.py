@@ -14,20 +14,27 @@ import logging
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Sequence
+from typing import Optional, Sequence
 
 from evalkit.rl.openrlhf import BadRequest, check_body, score
 from evalkit.rl.verifier import shared_verifier
+from evalkit.util.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 
 class RewardServer(ThreadingHTTPServer):
     daemon_threads = True
+    #: connections waiting to be accepted (the socketserver default of 5 reset clients under load)
+    request_queue_size = 256
 
     def __init__(self, tasks: Sequence[str], host: str = "127.0.0.1", port: int = 0, max_concurrency: int = 4,
                  max_body_mb: float = 64, queue_timeout: float = 300, **options):
         self.tasks, self.options = list(tasks), options
+        if int(max_concurrency) < 1:
+            raise ConfigError(f"--max-concurrency {max_concurrency}: must be >= 1")
+        if not 0 <= int(port) <= 65535:
+            raise ConfigError(f"--port {port}: must be between 0 and 65535")
         self.verifiers = {t: shared_verifier(t, **options) for t in self.tasks}  # fail early on a bad task
         self.slots = threading.BoundedSemaphore(max_concurrency)
         self.max_body = int(max_body_mb * 1024 * 1024)
@@ -52,16 +59,18 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):  # quiet by default; -v shows requests
         log.info("%s %s", self.address_string(), fmt % args)
 
-    def _send(self, status: int, obj: dict) -> None:
+    def _send(self, status: int, obj: dict, headers: Optional[dict] = None) -> None:
         data = json.dumps(obj).encode()
         self.send_response(status)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, status: HTTPStatus, msg: str) -> None:
-        self._send(status, {"error": msg, "status": int(status)})
+    def _error(self, status: HTTPStatus, msg: str, headers: Optional[dict] = None) -> None:
+        self._send(status, {"error": msg, "status": int(status)}, headers)
 
     def do_GET(self):
         if self.path == "/health":
@@ -77,6 +86,9 @@ class _Handler(BaseHTTPRequestHandler):
             length = int(self.headers.get("Content-Length", ""))
         except ValueError:
             return self._error(HTTPStatus.LENGTH_REQUIRED, "a Content-Length header is required")
+        if length < 0:
+            self.close_connection = True
+            return self._error(HTTPStatus.BAD_REQUEST, f"Content-Length {length} is negative")
         if length > self.server.max_body:
             self.close_connection = True
             return self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
@@ -86,12 +98,15 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             return self._error(HTTPStatus.BAD_REQUEST, f"the body is not JSON: {e}")
+        except RecursionError:
+            return self._error(HTTPStatus.BAD_REQUEST, "the body's JSON is nested too deep")
         try:
             queries, prompts, labels = check_body(body)
         except BadRequest as e:
             return self._error(HTTPStatus.BAD_REQUEST, str(e))
         if not self.server.slots.acquire(timeout=self.server.queue_timeout):
-            return self._error(HTTPStatus.SERVICE_UNAVAILABLE, "all scoring slots busy; retry later")
+            return self._error(HTTPStatus.SERVICE_UNAVAILABLE, "all scoring slots busy; retry later",
+                               {"Retry-After": "1"})
         try:
             out = score(queries, prompts, labels, self.server.tasks, **self.server.options)
         except BadRequest as e:

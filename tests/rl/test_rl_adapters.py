@@ -199,6 +199,29 @@ def test_server_rejects_bad_bodies(server):
     assert info["verifier"]["gsm8k"]["verifier_hash"].startswith("evk-")
 
 
+def test_server_answers_malformed_requests_and_refuses_bad_settings(server, capsys):
+    """#38: a negative Content-Length and JSON nested 200,000 deep got a traceback and no reply;
+    --max-concurrency 0 and --port 99999 were accepted or a traceback."""
+    import http.client
+    host, port = server.server_address[:2]
+    for headers, body in (({"Content-Length": "-5"}, b""), ({}, b"[" * 200_000 + b"]" * 200_000)):
+        conn = http.client.HTTPConnection(host, port, timeout=30)
+        conn.putrequest("POST", "/get_reward")
+        for k, v in {"Content-Length": str(len(body)), **headers}.items():
+            conn.putheader(k, v)
+        conn.endheaders(body)
+        r = conn.getresponse()
+        assert r.status == 400 and "error" in json.loads(r.read()), headers
+        conn.close()
+    with urllib.request.urlopen(server.url.replace("/get_reward", "/health"), timeout=30) as r:
+        assert r.status == 200  # still serving
+    from evalkit.cli import main
+    for flag, value in (("--max-concurrency", "0"), ("--port", "99999")):
+        assert main(["reward-server", "--tasks", "gsm8k", flag, value]) == 2
+        err = capsys.readouterr().err
+        assert f"{flag} {value}: must be" in err and "Traceback" not in err
+
+
 def test_prompt_is_stripped_from_query(server):
     prompt = "Question: 1+1?\nAnswer: #### 2\n\nQuestion: 2+3?\nAnswer:"  # a few-shot answer in the prompt
     label = _label("gsm8k", json.dumps({"question": "2+3?", "answer": "#### 5"}))
@@ -269,3 +292,23 @@ def test_export_never_writes_an_empty_training_file(tmp_path, capsys, extra, nee
     assert main(["export-rl", "--task", "gsm8k", "--format", "trl", "--output", str(out), *data, *extra]) == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err and not out.exists()
+
+
+def test_server_under_bounded_load_loses_no_request(server):
+    """#38: 32 clients x 50 requests lost 4-7 to connection resets (listen backlog 5). 64 clients x 25
+    requests, each a new connection: every one answered, rewards identical to the offline verifier."""
+    label = _label("gsm8k", json.dumps({"question": "2+3?", "answer": "#### 5"}))
+    bodies = [json.dumps({"query": [f"Answer: #### {k % 7}"], "prompts": [""], "labels": [label]}).encode()
+              for k in range(64 * 25)]
+
+    def one(body):
+        for _ in range(20):  # a full queue says 503 with Retry-After: the client retries
+            code, out = _post(server.url, body)
+            if code != 503:
+                return code, out["rewards"][0]
+        return 503, None
+
+    with ThreadPoolExecutor(64) as pool:
+        got = list(pool.map(one, bodies))
+    assert [c for c, _ in got if c != 200] == []
+    assert [r for _, r in got] == [1.0 if k % 7 == 5 else 0.0 for k in range(len(bodies))]
