@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import struct
 from typing import Optional, Sequence
 
 from evalkit.backends import model_dirs as models
@@ -67,6 +68,38 @@ def config_labels(path: str) -> Optional[int]:
     if isinstance(cfg.get("id2label"), dict):
         return len(cfg["id2label"])
     return int(cfg["num_labels"]) if isinstance(cfg.get("num_labels"), int) else None
+
+
+#: where reward and classification heads keep their weights (transformers' and TRL's names)
+HEAD_PREFIXES = ("score", "classifier", "v_head", "value_head", "reward_head", "rm_head", "summary")
+
+
+def weight_names(path: str) -> Optional[list]:
+    """The tensor names of a safetensors checkpoint in ``path`` (its index or its file headers; None:
+    no safetensors checkpoint to read)."""
+    index = os.path.join(path, "model.safetensors.index.json")
+    try:
+        if os.path.exists(index):
+            with open(index, encoding="utf-8") as f:
+                return list(json.load(f)["weight_map"])
+        files = sorted(x for x in os.listdir(path) if x.endswith(".safetensors"))
+        names = []
+        for name in files:
+            with open(os.path.join(path, name), "rb") as f:
+                n = struct.unpack("<Q", f.read(8))[0]
+                names += [k for k in json.loads(f.read(n)) if k != "__metadata__"]
+        return names or None
+    except (OSError, ValueError, KeyError, struct.error):
+        return None
+
+
+def has_score_head(path: str) -> Optional[bool]:
+    """Whether the checkpoint holds a score head's weights (None: cannot tell)."""
+    names = weight_names(path)
+    if names is None:
+        return None
+    parts = {n.split(".")[i] for n in names for i in range(min(3, n.count(".") + 1))}
+    return any(p.startswith(HEAD_PREFIXES) for p in parts)
 
 
 class RewardBackend(Backend):
@@ -133,7 +166,13 @@ class RewardBackend(Backend):
         return self.step_agg is not None or getattr(self, "pooling", None) == "step"
 
     def check_head(self) -> None:
-        """Refuse, before the model loads, a label or an activation its score head cannot give."""
+        """Refuse, before the model loads, a checkpoint without a score head (its rewards would come
+        from a randomly initialised one, different at every load) and a label or an activation its
+        score head cannot give."""
+        if os.path.isdir(self.path) and has_score_head(self.path) is False:
+            raise ValueError(f"{self.path} holds no score head (no score.*/classifier.* weights): it is not a reward "
+                             f"model, and a reward from it would come from a randomly initialised head; give a reward "
+                             f"model's folder (AutoModelForSequenceClassification weights)")
         n = config_labels(self.path)
         if n is not None and self.label >= n:
             raise ValueError(f"reward label {self.label} but the model has {n} label(s)")

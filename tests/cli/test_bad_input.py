@@ -373,3 +373,16 @@ def test_gate_carries_the_baselines_fewshot_data(capsys, gsm, tmp_path):
     b, c = json.loads(base.read_text()), json.loads(cand.read_text())
     assert c["config"]["fewshot_paths"] == b["config"]["fewshot_paths"] == {"gsm8k": str(shots)}
     assert c["tasks"]["gsm8k"]["prompt_hash"] == b["tasks"]["gsm8k"]["prompt_hash"]
+
+
+def test_a_causal_lm_is_refused_as_a_reward_model(capsys, gsm, tmp_path, tiny_model_dir):
+    """#38: a causal-LM folder given as a reward model scored with a randomly initialised head, exit 0."""
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"prompt": "hi", "response": "hello"}) + "\n")
+    out = tmp_path / "scored.jsonl"
+    for argv in (["reward", "--model", f"hf:{tiny_model_dir}", "--input", str(pairs), "--output", str(out)],
+                 ["run", "--model", NO_MODEL, "--tasks", "gsm8k", "--data", f"gsm8k={gsm}",
+                  "--reward-model", f"hf:{tiny_model_dir}", "--output", str(tmp_path / "r")]):
+        assert_error(capsys, argv + ["--cache-dir", str(tmp_path / "c")], "holds no score head",
+                     "randomly initialised")
+    assert not out.exists() and not (tmp_path / "c").exists()
