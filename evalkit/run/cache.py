@@ -157,6 +157,26 @@ class ResponseCache:
                 self._db = None
 
 
+def _recovered_from_wal(path: Path) -> bool:
+    """A file shorter than its header says whose missing pages are in its WAL (a checkpoint cut
+    short, e.g. by a full disk) is a valid cache: SQLite reads it whole. Checked, then checkpointed."""
+    wal = Path(f"{path}-wal")
+    if not wal.is_file() or wal.stat().st_size == 0:
+        return False
+    db = None
+    try:
+        db = sqlite3.connect(str(path), timeout=60)
+        if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+            return False
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return True
+    except sqlite3.Error:
+        return False
+    finally:
+        if db is not None:
+            db.close()
+
+
 def check_cache_file(path: Path) -> None:
     """Refuse a cache file that is not a SQLite database, is cut short or cannot be written, before
     SQLite touches it (SQLite itself would report "file is not a database" with no path, or write
@@ -183,7 +203,7 @@ def check_cache_file(path: Path) -> None:
     page = 65536 if page == 1 else page
     pages = int.from_bytes(head[28:32], "big")
     valid = head[24:28] == head[92:96]  # the in-header page count is valid when these match
-    if valid and pages and len(head) == 100 and size < page * pages:
+    if valid and pages and len(head) == 100 and size < page * pages and not _recovered_from_wal(path):
         raise CacheError(f"response cache {path}: truncated ({size} bytes of {page * pages}); it was left untouched; "
                          f"{HINT} (or move the file away to start a new cache)")
     if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):

@@ -386,3 +386,33 @@ def test_a_causal_lm_is_refused_as_a_reward_model(capsys, gsm, tmp_path, tiny_mo
         assert_error(capsys, argv + ["--cache-dir", str(tmp_path / "c")], "holds no score head",
                      "randomly initialised")
     assert not out.exists() and not (tmp_path / "c").exists()
+
+
+def test_a_cache_whose_pages_are_in_its_wal_is_recovered_not_refused(tmp_path):
+    """#38: after a full disk cut a checkpoint short, the main file is shorter than its header says
+    but every answer is in the WAL: the cache opens with all of them (it was refused as truncated)."""
+    import sqlite3
+    from evalkit.run.cache import ResponseCache
+    from evalkit.taskapi.requests import LoglikelihoodResult
+    live = tmp_path / "live" / "responses.sqlite"
+    c = ResponseCache(live)
+    c._db.execute("PRAGMA wal_autocheckpoint=0")  # every page stays in the WAL
+    c.put_many("m", "loglikelihood", [(str(i), LoglikelihoodResult(-1.0, True)) for i in range(3000)])
+    crashed = tmp_path / "crashed" / "responses.sqlite"
+    crashed.parent.mkdir()
+    wal = Path(f"{live}-wal").read_bytes()
+    Path(f"{crashed}-wal").write_bytes(wal)   # the files as a crash leaves them (no clean close)
+    main_file = bytearray(live.read_bytes())
+    c.close()
+    page = int.from_bytes(wal[8:12], "big")
+    frames = [wal[32 + k * (24 + page): 32 + (k + 1) * (24 + page)] for k in range((len(wal) - 32) // (24 + page))]
+    first = [f[24:] for f in frames if int.from_bytes(f[:4], "big") == 1][-1]
+    main_file[:page] = first                  # the checkpoint wrote page 1 (the new page count), then the disk was full
+    crashed.write_bytes(bytes(main_file))
+    assert int.from_bytes(first[28:32], "big") * page > len(main_file)  # shorter than its header says
+    c = ResponseCache(crashed)
+    try:
+        assert len(c.get_many("m", "loglikelihood", [str(i) for i in range(3000)])) == 3000
+    finally:
+        c.close()
+    assert sqlite3.connect(str(crashed)).execute("PRAGMA quick_check").fetchone()[0] == "ok"
