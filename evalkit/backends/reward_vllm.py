@@ -22,7 +22,8 @@ import logging
 from typing import Optional
 
 from evalkit.backends.reward_base import RewardBackend, RewardInputError
-from evalkit.backends.vllm_engine import offline_cpu_binding, platform_kind, shutdown_engine
+from evalkit.backends.vllm_engine import (engine_start_error, kv_cache_args, offline_cpu_binding, platform_kind,
+                                         shutdown_engine)
 
 log = logging.getLogger(__name__)
 POOLINGS = ("classify", "step", "token")
@@ -34,8 +35,8 @@ class VLLMRewardBackend(RewardBackend):
     chunk_size = 256
 
     def __init__(self, model: str, pooling: str = "classify", dtype: str = "auto", max_model_len: Optional[int] = None,
-                 enforce_eager: Optional[bool] = None, gpu_memory_utilization: float = 0.9, seed: int = 0,
-                 progress: bool = False, **kw):
+                 enforce_eager: Optional[bool] = None, gpu_memory_utilization: Optional[float] = None, seed: int = 0,
+                 progress: bool = False, kv_cache_memory_bytes: Optional[int] = None, **kw):
         super().__init__(model, **kw)
         if pooling not in POOLINGS:
             raise ValueError(f"vllm reward pooling={pooling!r}: expected one of {', '.join(POOLINGS)}")
@@ -46,8 +47,9 @@ class VLLMRewardBackend(RewardBackend):
         self.dtype_name = dtype
         self.engine_args = dict(model=self.path, runner="pooling", dtype=dtype, seed=int(seed),
                                 enforce_eager=self._on_cpu if enforce_eager is None else bool(enforce_eager),
-                                gpu_memory_utilization=float(gpu_memory_utilization),
-                                trust_remote_code=self.trust_remote_code)
+                                trust_remote_code=self.trust_remote_code,
+                                **kv_cache_args(self._on_cpu, self.path, max_model_len, dtype, gpu_memory_utilization,
+                                                kv_cache_memory_bytes))
         if max_model_len:
             self.engine_args["max_model_len"] = int(max_model_len)
             self._max_length = self.max_length_set = int(max_model_len)
@@ -80,7 +82,10 @@ class VLLMRewardBackend(RewardBackend):
                 args["pooler_config"] = PoolerConfig(task="token_classify", tok_pooling_type="STEP",
                                                      step_tag_id=self.step_tag_id())
             with offline_cpu_binding(self._on_cpu):
-                self._llm = LLM(**args)
+                try:
+                    self._llm = LLM(**args)
+                except (ValueError, RuntimeError) as e:
+                    raise engine_start_error(e, args) from e
         return self._llm
 
     def check_kind(self, steps: bool) -> None:

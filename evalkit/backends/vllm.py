@@ -37,8 +37,8 @@ from evalkit.backends import model_dirs as models
 from evalkit.backends.base import Backend
 from evalkit.backends.vllm_stream import stream_engine
 from evalkit.backends.tokenization import TokenizerMixin, chat_template_options, truncate_pair
-from evalkit.backends.vllm_engine import (ResolvedMemo, lora_rank, lora_targets, offline_cpu_binding, parse_lora,
-                                         platform_kind, shutdown_engine)
+from evalkit.backends.vllm_engine import (ResolvedMemo, engine_start_error, kv_cache_args, lora_rank, lora_targets,
+                                         offline_cpu_binding, parse_lora, platform_kind, shutdown_engine)
 from evalkit.taskapi.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
 log = logging.getLogger(__name__)
@@ -49,13 +49,14 @@ class VLLMBackend(TokenizerMixin, Backend):
 
     def __init__(self, model: str, revision: Optional[str] = None, dtype: str = "auto",
                  max_model_len: Optional[int] = None, max_length: Optional[int] = None,
-                 gpu_memory_utilization: float = 0.9, tensor_parallel_size: int = 1,
+                 gpu_memory_utilization: Optional[float] = None, tensor_parallel_size: int = 1,
                  data_parallel_size: int = 1, enforce_eager: Optional[bool] = None, seed: int = 0,
                  quantization: Optional[str] = None, trust_remote_code: bool = False,
                  max_num_seqs: Optional[int] = None, enable_prefix_caching: bool = True,
                  block_size: Optional[int] = None, add_bos_token: bool = False,
                  chunk_size: Optional[int] = None, lora=None, max_lora_rank: Optional[int] = None,
-                 progress: Optional[bool] = None, chat_template: Optional[str] = None, chat_template_kwargs=None):
+                 progress: Optional[bool] = None, chat_template: Optional[str] = None, chat_template_kwargs=None,
+                 kv_cache_memory_bytes: Optional[int] = None):
         if int(data_parallel_size) > 1:
             # vLLM's LLM class refuses data parallelism inside one process (it may hang); evalkit runs
             # one engine per replica instead (evalkit.backends.make_backend wraps N of these).
@@ -78,12 +79,14 @@ class VLLMBackend(TokenizerMixin, Backend):
             block_size = 32  # the CPU default (128) shares prefixes only in 128-token steps
         self.adapter_paths = parse_lora(lora)
         engine_args = dict(model=load_from, revision=None if snapshot else revision, dtype=dtype,
-                           max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
+                           max_model_len=max_model_len,
                            tensor_parallel_size=int(tensor_parallel_size), enforce_eager=bool(enforce_eager),
                            seed=int(seed), quantization=quantization, trust_remote_code=bool(trust_remote_code),
                            enable_prefix_caching=bool(enable_prefix_caching))
         if max_num_seqs:
             engine_args["max_num_seqs"] = int(max_num_seqs)
+        engine_args.update(kv_cache_args(on_cpu, load_from, max_model_len, dtype, gpu_memory_utilization,
+                                         kv_cache_memory_bytes))
         if block_size:
             engine_args["block_size"] = int(block_size)
         if self.adapter_paths:
@@ -99,7 +102,9 @@ class VLLMBackend(TokenizerMixin, Backend):
         # The identity holds what the engine resolves (dtype, context length, quantization). Those
         # are remembered per (engine args, model content, vLLM version, platform) once an engine
         # has started, so a later run answered entirely from the cache never starts one.
-        memo = ResolvedMemo(self.engine_args, content, platform)
+        # (the KV cache size follows free memory: not part of what the engine resolves)
+        memo = ResolvedMemo({k: v for k, v in self.engine_args.items() if k != "kv_cache_memory_bytes"}, content,
+                            platform)
         resolved = memo.get()
         if resolved is None:
             resolved = memo.put(self.llm)
@@ -114,6 +119,8 @@ class VLLMBackend(TokenizerMixin, Backend):
         self.chunk_size = int(chunk_size or 4096)
         self.progress = sys.stderr.isatty() if progress is None else bool(progress)
         self.stats: Counter = Counter()
+        if "kv_cache_memory_bytes" in self.engine_args:  # recorded with the run's backend stats
+            self.stats["kv_cache_memory_bytes"] = self.engine_args["kv_cache_memory_bytes"]
         self._lora = None  # (name, LoRARequest) on adapter views
         self._identity = {
             "backend": "vllm", "model": model, "source": self.source, "revision": revision,
@@ -130,7 +137,10 @@ class VLLMBackend(TokenizerMixin, Backend):
         if self._llm is None:
             from vllm import LLM
             with offline_cpu_binding(self._on_cpu):
-                self._llm = LLM(**self.engine_args)
+                try:
+                    self._llm = LLM(**self.engine_args)
+                except (ValueError, RuntimeError) as e:
+                    raise engine_start_error(e, self.engine_args) from e
         return self._llm
 
     @property
