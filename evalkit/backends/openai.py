@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional, Sequence
@@ -150,16 +151,21 @@ class OpenAIBackend(Backend):
     # ---- transport ------------------------------------------------------------------------------
     def _map(self, fn, items: list) -> list:
         """fn over items on the worker pool, in order; the first failure cancels what has not started."""
+        if threading.current_thread() is threading.main_thread():  # a new top-level call (not a stream's worker)
+            self.http.resume()
         if len(items) <= 1 or self.concurrency == 1:
             return [fn(x) for x in items]
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            futures = [pool.submit(fn, x) for x in items]
-            try:
-                return [f.result() for f in futures]
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
+        pool = ThreadPoolExecutor(max_workers=self.concurrency)
+        futures = [pool.submit(fn, x) for x in items]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            self.http.abort()  # Ctrl-C or a failure: requests still waiting on the server end now
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _echo_logprobs(self, prompts: list) -> list[dict]:
         """Prompt logprobs of each prompt (token ids or text) via echo, ``batch_size`` prompts a call."""
@@ -337,12 +343,16 @@ class OpenAIBackend(Backend):
                 yield list(zip(got, res))
             return
         from concurrent.futures import as_completed
+        self.http.resume()
         pool = ThreadPoolExecutor(max_workers=self.concurrency)
         futures = [pool.submit(work, idx) for idx in units]
         try:
             for f in as_completed(futures):
                 got, res = f.result()
                 yield list(zip(got, res))
+        except BaseException:  # Ctrl-C (here or in the engine), a failure: in-flight requests end now
+            self.http.abort()
+            raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 

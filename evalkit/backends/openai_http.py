@@ -59,6 +59,7 @@ class _Http:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._conns: set = set()  # every thread's open connection, closed by close()
+        self.aborted = False
 
     def _conn(self):
         conn = getattr(self._local, "conn", None)
@@ -68,6 +69,25 @@ class _Http:
             with self._lock:
                 self._conns.add(conn)
         return conn
+
+    def abort(self) -> None:
+        """Cut every open connection now (Ctrl-C): a thread blocked reading a reply that never comes
+        fails at once (shutting the socket down wakes it; closing alone would not), and no call
+        retries until ``resume``."""
+        self.aborted = True
+        with self._lock:
+            conns = list(self._conns)
+        for conn in conns:
+            sock = getattr(conn, "sock", None)
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        self.close()
+
+    def resume(self) -> None:
+        self.aborted = False
 
     def close(self) -> None:
         """Close every thread's keep-alive connection (a later call opens a new one)."""
@@ -102,6 +122,8 @@ class _Http:
     def call(self, method: str, path: str, body=None):
         last, malformed = "", False
         for attempt in range(self.max_retries + 1):
+            if self.aborted:
+                raise BackendError(f"{method} {self.shown}{path}: interrupted")
             retry_after = None
             try:
                 self._count("http_calls")

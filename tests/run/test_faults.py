@@ -328,3 +328,27 @@ def test_a_host_that_does_not_resolve_fails_at_once(gsm, tmp_path):
     r = evalkit("run", "--model", f"openai:{MODEL}", "--base-url", "http://no-such-host.invalid/v1",
                 "--tasks", "gsm8k", "--data", f"gsm8k={gsm}", "--no-cache", "--no-output", timeout=60)
     assert_clean_error(r, "cannot resolve no-such-host.invalid", "--base-url")
+
+
+def test_sigint_during_requests_that_never_return_exits_at_once(server, gsm, tmp_path):
+    """#38: Ctrl-C while requests hang (the server never answers; client timeout 600 s) did nothing for
+    ~600 s, even twice. It now cancels them within seconds, keeps what finished and exits 130."""
+    import signal
+    import time
+
+    server.faults = [None] + [("stall", 120.0)] * 8
+    args = ["run", "--model", f"openai:{MODEL}", "--base-url", server.base_url,
+            "--model-args", "max_retries=0,timeout=600,concurrency=4", "--tasks", "gsm8k", "--data", f"gsm8k={gsm}",
+            "--cache-dir", str(tmp_path / "cache"), "--no-output"]
+    proc = subprocess.Popen([sys.executable, "-m", "evalkit", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=str(REPO))
+    deadline = time.time() + 60
+    while len(server.bodies) < 3 and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    t0 = time.time()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert time.time() - t0 < 5, err
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert cached_rows(tmp_path) == 1
