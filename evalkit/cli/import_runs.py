@@ -29,6 +29,9 @@ def register(sub):
     q.add_argument("--data", action="append", default=[], metavar="TASK=PATH",
                    help="where evalkit reads TASK's data (to give rows evalkit's doc ids and hashes)")
     q.add_argument("--label", default=None, help="run id label (default: the model's name)")
+    q.add_argument("--allow-mismatch", action="store_true",
+                   help="import figures that contradict their samples (the samples' mean is kept) and docs that "
+                        "are not the mapped evalkit task's (recorded under lm-eval's name), with a note each")
     q.set_defaults(func=run)
 
 
@@ -57,7 +60,7 @@ def run(args) -> int:
     validation.check_output_dir(args.output)
     outputs = find_outputs(args.paths)
     for out in outputs:
-        run_, rows, notes = import_output(out, task_map, data, args.label)
+        run_, rows, notes = import_output(out, task_map, data, args.label, args.allow_mismatch)
         path = write_run(args.output, run_, rows)
         for n in notes:
             print(f"note: {n}", file=sys.stderr)

@@ -68,8 +68,24 @@ def _metric_entry(values: list, lm_value, lm_stderr, higher_is_better: bool) -> 
     return d
 
 
-def import_task(out: LmEvalOutput, lm_task: str, ek_task: Optional[str], data_path: Optional[str]):
-    """(record task name, TaskEntry, sample rows, notes) of one lm-eval task."""
+#: lm-eval metrics whose default aggregation is the mean of the per-sample values
+MEAN_METRICS = {"acc", "acc_norm", "acc_mutual_info", "exact_match", "em", "mc1", "mc2", "bleu_acc", "rouge1_acc",
+                "prompt_level_strict_acc", "prompt_level_loose_acc", "inst_level_strict_acc", "inst_level_loose_acc"}
+
+
+def _aggregation(cfg: dict, metric: str) -> Optional[str]:
+    for m in cfg.get("metric_list") or []:
+        if isinstance(m, dict) and m.get("metric") == metric:
+            agg = m.get("aggregation")
+            return agg if isinstance(agg, str) else None
+    return "mean" if metric in MEAN_METRICS else None
+
+
+def import_task(out: LmEvalOutput, lm_task: str, ek_task: Optional[str], data_path: Optional[str],
+                allow_mismatch: bool = False):
+    """(record task name, TaskEntry, sample rows, notes) of one lm-eval task. Figures that contradict
+    their samples, and docs that are not the mapped evalkit task's, are errors (``allow_mismatch``:
+    notes, and such a task keeps lm-eval's name)."""
     res = out.results
     cfg = (res.get("configs") or {}).get(lm_task, {})
     lm_type = cfg.get("output_type", "")
@@ -127,8 +143,13 @@ def import_task(out: LmEvalOutput, lm_task: str, ek_task: Optional[str], data_pa
         for k, v in metrics.items():
             per_metric.setdefault(k, []).append(v)
     if mismatched:
-        notes.append(f"{lm_task}: {mismatched} of {len(rows)} docs are not evalkit {ek_task}'s doc at the same "
-                     f"position (different data?); those keep lm-eval's doc ids")
+        what = (f"{out.samples_paths.get(lm_task, lm_task)}: {mismatched} of {len(rows)} docs are not evalkit "
+                f"{ek_task}'s doc at the same position (another task or other data?)")
+        if not allow_mismatch:
+            raise EvalkitError(f"{what}; check --task-map and --data, or pass --allow-mismatch to import it as "
+                               f"lm-eval's {lm_task}")
+        notes.append(f"{what}; imported as lm-eval's {lm_task}, those docs keep lm-eval's doc ids")
+        task = None
     hib_all = (res.get("higher_is_better") or {}).get(lm_task, {})
     metrics = {}
     for key, value in (res["results"].get(lm_task) or {}).items():
@@ -139,13 +160,24 @@ def import_task(out: LmEvalOutput, lm_task: str, ek_task: Optional[str], data_pa
             continue
         name = S.metric_name(m, filt)
         names.setdefault(name, [m, filt])
+        vals = per_metric.get(name, [])
+        if vals and S.number(value) is not None and _aggregation(cfg, m) == "mean":
+            mean = sum(vals) / len(vals)
+            if abs(mean - float(value)) > 1e-9 + 1e-6 * abs(mean):
+                what = (f"{out.results_path}: {lm_task} {key} = {float(value):g}, but the mean of its {len(vals)} "
+                        f"samples is {mean:g}")
+                if not allow_mismatch:
+                    raise EvalkitError(f"{what} (files from different runs?); pass --allow-mismatch to keep the "
+                                       f"samples' mean")
+                notes.append(f"{what}; the samples' mean is kept")
+                value = mean
         stderr = res["results"][lm_task].get(f"{m}_stderr,{filt}" if "," in key else f"{m}_stderr")
         metrics[name] = _metric_entry(per_metric.get(name, []), value, stderr, bool(hib_all.get(m, True)))
     for name, vals in per_metric.items():  # per-sample metrics lm-eval did not aggregate
         metrics.setdefault(name, _metric_entry(vals, None, None, bool(hib_all.get(names.get(name, [name])[0], True))))
     if exported and isinstance(meta.get("evalkit_metrics"), dict):  # the record's own figures (kinds, CIs)
         metrics = {k: v for k, v in meta["evalkit_metrics"].items() if isinstance(v, dict)}
-    record_name = ek_task if ek_task and (task is not None or exported) else lm_task
+    record_name = ek_task if ek_task and (task is not None or exported) and not mismatched else lm_task
     ek_cls = registry.all_tasks().get(record_name)
     version = str(ek_cls.version) if ek_cls is not None and task is not None else str(
         (res.get("versions") or {}).get(lm_task, "1"))
@@ -187,7 +219,7 @@ def _common(values):
 
 
 def import_output(out: LmEvalOutput, task_map: Optional[dict] = None, data_paths: Optional[dict] = None,
-                  label: Optional[str] = None) -> tuple[Run, dict, list]:
+                  label: Optional[str] = None, allow_mismatch: bool = False) -> tuple[Run, dict, list]:
     """(run, {task: rows}, notes) of one lm-eval run."""
     from evalkit.lm_eval_io.gen_kwargs import to_evalkit_gen
     task_map, data_paths = dict(task_map or {}), dict(data_paths or {})
@@ -200,7 +232,8 @@ def import_output(out: LmEvalOutput, task_map: Optional[dict] = None, data_paths
             notes.append(f"{lm_task}: a group (aggregate of its subtasks); its subtasks are imported")
             continue
         ek = task_map.get(lm_task) or (lm_task if lm_task in known else None)
-        name, entry, task_rows, task_notes = import_task(out, lm_task, ek, data_paths.get(ek) if ek else None)
+        name, entry, task_rows, task_notes = import_task(out, lm_task, ek, data_paths.get(ek) if ek else None,
+                                                         allow_mismatch)
         if name in entries:
             raise EvalkitError(f"{out.results_path}: two lm-eval tasks map to evalkit task {name}")
         entries[name], rows[name] = entry, task_rows

@@ -242,3 +242,33 @@ def test_fewshot_as_multiturn_prompts_equal_lm_eval(tmp_path, tiny_model_dir, hf
     single = RunContext(num_fewshot=2, apply_chat_template=True, fewshot_as_multiturn=False,
                         render_chat=hf_backend.apply_chat_template)
     assert hf_backend.apply_chat_template(task.requests(docs[0], single)[0].message_dicts()) != ref[0]
+
+
+def test_import_refuses_files_that_contradict_themselves(lm_eval_out, work, capsys, tmp_path):
+    """#38: a results value beside samples that say otherwise was kept (with the samples' CI), and a run
+    mapped to another evalkit task was recorded under that task's name. One-line errors now, or notes
+    with --allow-mismatch."""
+    import shutil
+    from conftest import shared
+    edited = tmp_path / "edited"
+    shutil.copytree(lm_eval_out, edited)
+    path = Path(glob.glob(str(edited / "**" / "results_*.json"), recursive=True)[0])
+    res = json.loads(path.read_text())
+    true = res["results"][LM_TASK]["acc,none"]
+    res["results"][LM_TASK]["acc,none"] = true + 0.25
+    path.write_text(json.dumps(res))
+    out = tmp_path / "r"
+    assert main(["import", "lm-eval", str(edited), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"acc,none = {true + 0.25:g}, but the mean of its {N} samples is {true:g}" in err and "Traceback" not in err
+    assert main(["import", "lm-eval", str(edited), "--output", str(out), "--allow-mismatch"]) == 0
+    rec = load_run(next(out.iterdir()))
+    assert rec.metrics(LM_TASK)["acc"]["value"] == pytest.approx(true)
+    capsys.readouterr()
+    wrong = ["import", "lm-eval", str(lm_eval_out), "--output", str(tmp_path / "w"), "--task-map",
+             f"{LM_TASK}=gsm8k", "--data", f"gsm8k={shared('gsm8k')}"]
+    assert main(wrong) == 2
+    err = capsys.readouterr().err
+    assert f"of {N} docs are not evalkit gsm8k's doc" in err and "--allow-mismatch" in err
+    assert main(wrong + ["--allow-mismatch"]) == 0
+    assert list(load_run(next((tmp_path / "w").iterdir())).tasks) == [LM_TASK]
