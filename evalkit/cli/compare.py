@@ -98,7 +98,27 @@ def options_from(args, base: dict | None = None) -> CompareOptions:
         raise ValueError(f"unknown compare option(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
     if o.get("tasks") is not None and isinstance(o["tasks"], str):
         o["tasks"] = split_list([o["tasks"]])
+    check_ranges(o)
     return CompareOptions(**o)
+
+
+def check_ranges(o: dict) -> None:
+    """The options' ranges, one check for `compare` and `gate` (flags and config tables alike),
+    before any run is read or any model evaluated."""
+    from evalkit.compare.multiplicity import METHODS
+    checks = {"margin": (lambda v: v >= 0, "a number of points >= 0"),
+              "alpha": (lambda v: 0 < v < 1, "a number between 0 and 1"),
+              "replicates": (lambda v: v >= 1, "an integer >= 1"),
+              "corpus_replicates": (lambda v: v >= 1, "an integer >= 1"),
+              "examples": (lambda v: v >= 0, "an integer >= 0")}
+    for key, (ok, want) in checks.items():
+        if o.get(key) is not None and not ok(o[key]):
+            raise ValueError(f"{key} = {o[key]!r}: expected {want}")
+    for key, v in (o.get("margins") or {}).items():
+        if v < 0:
+            raise ValueError(f"margins {key} = {v!r}: expected a number of points >= 0")
+    if o.get("correction") is not None and o["correction"] not in METHODS:
+        raise ValueError(f"correction = {o['correction']!r}: allowed {', '.join(METHODS)}")
 
 
 def _write(path, text: str) -> None:

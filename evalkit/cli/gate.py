@@ -270,9 +270,6 @@ def run(args) -> int:
         opts = options_from(args, section)
     except ValueError as e:
         raise EvalkitError(f"{args.config}: [compare] {e}") from None
-    from evalkit.compare.multiplicity import METHODS
-    if opts.correction not in METHODS:   # checked now, not after the candidate was evaluated
-        raise EvalkitError(f"{args.config}: [compare] correction = {opts.correction!r}: allowed {', '.join(METHODS)}")
     cand = cfg.get("candidate", {})
     spec = args.candidate or cand.get("model")
     saved = args.candidate_run or (_path(cfg, cand["run"]) if cand.get("run") and not args.candidate else None)

@@ -40,8 +40,12 @@ def run(args):
     from evalkit.util.kvargs import parse_model_args
     from evalkit.run.reward_pairs import read_rows, request_of, score_file, summary_line
 
-    split_reward_spec(args.model, "--model")
+    from evalkit.run import validation
+    prefix, _ = split_reward_spec(args.model, "--model")
     model_args = parse_model_args(args.model_args)
+    # the options every command checks the same way, before any model loads
+    validation.check_model_args("hf" if prefix == "hf" else "vllm", model_args)
+    validation.check_output_file(args.output)
     for n, row in read_rows(args.input):  # bad rows are named before any model loads
         request_of(row, args.input, n, args.steps)
     backend = make_reward_backend(args.model, model_args, "--model")

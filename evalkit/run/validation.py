@@ -132,6 +132,18 @@ def check_task_options(task_options: dict, flag: str = "--task-args") -> None:
             raise ConfigError(f"{flag} {task}: unknown option(s) {', '.join(unknown)}; task {task} takes: {takes}")
 
 
+def check_output_file(path: str, flag: str = "--output") -> None:
+    """A file the command will write (its folder created when missing): checked before the model loads."""
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{flag} {path}: is a folder, not a file")
+    try:
+        check_output_dir(str(p.parent), flag)
+    except ConfigError as e:
+        why = str(e).split(": ", 1)[1].split("; choose")[0]
+        raise ConfigError(f"{flag} {path}: {why}; choose another file with {flag}") from None
+
+
 def check_output_dir(path: str, flag: str = "--output") -> None:
     """The results folder can be written (created when missing): checked before the model loads."""
     p = Path(path)

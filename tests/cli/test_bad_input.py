@@ -416,3 +416,25 @@ def test_a_cache_whose_pages_are_in_its_wal_is_recovered_not_refused(tmp_path):
     finally:
         c.close()
     assert sqlite3.connect(str(crashed)).execute("PRAGMA quick_check").fetchone()[0] == "ok"
+
+
+@pytest.mark.parametrize("argv, needles", [
+    (["reward", "--model", "hf:RM", "--model-args", "batch_size=0"], ["--model-args: batch_size=0"]),
+    (["reward", "--model", "hf:RM", "--model-args", "dtype=float77"], ["dtype='float77'"]),  # was a traceback
+    (["reward", "--model", "hf:RM", "--output", "/proc/evalkit/s.jsonl"], ["--output /proc/evalkit/s.jsonl",
+                                                                          "cannot write there"]),
+    (["compare", "RUN", "RUN", "--margin", "-1"], ["margin = -1.0", ">= 0"]),
+    (["compare", "RUN", "RUN", "--alpha", "2"], ["alpha = 2.0", "between 0 and 1"]),
+    (["compare", "RUN", "RUN", "--margins", "gsm8k=-3"], ["margins gsm8k = -3.0"]),
+])
+def test_every_command_checks_its_options_before_any_work(capsys, tmp_path, record, argv, needles):
+    """#38: checks the run command had (batch_size, dtype, --output, margins) were missing from reward and
+    compare: accepted, a traceback, or an error after the model had scored everything."""
+    from evalkit.fixtures.reward_model import build
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"prompt": "hi", "response": "hello"}) + "\n")
+    argv = [f"hf:{build()}" if a == "hf:RM" else str(record) if a == "RUN" else a for a in argv]
+    if argv[0] == "reward":
+        argv += ["--input", str(pairs), "--no-cache"] + ([] if "--output" in argv else ["--output", str(tmp_path / "s")])
+    assert_error(capsys, argv, *needles)
+    assert not (tmp_path / "s").exists()
