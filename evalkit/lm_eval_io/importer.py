@@ -81,6 +81,13 @@ def _aggregation(cfg: dict, metric: str) -> Optional[str]:
     return "mean" if metric in MEAN_METRICS else None
 
 
+def _contradiction(what: str, fix: str, kept: str, allow: bool, notes: list) -> None:
+    """Files that contradict themselves: an error naming the fix, or (``--allow-mismatch``) a note."""
+    if not allow:
+        raise EvalkitError(f"{what}; {fix}")
+    notes.append(f"{what}; {kept}")
+
+
 def import_task(out: LmEvalOutput, lm_task: str, ek_task: Optional[str], data_path: Optional[str],
                 allow_mismatch: bool = False):
     """(record task name, TaskEntry, sample rows, notes) of one lm-eval task. Figures that contradict
@@ -145,10 +152,9 @@ def import_task(out: LmEvalOutput, lm_task: str, ek_task: Optional[str], data_pa
     if mismatched:
         what = (f"{out.samples_paths.get(lm_task, lm_task)}: {mismatched} of {len(rows)} docs are not evalkit "
                 f"{ek_task}'s doc at the same position (another task or other data?)")
-        if not allow_mismatch:
-            raise EvalkitError(f"{what}; check --task-map and --data, or pass --allow-mismatch to import it as "
-                               f"lm-eval's {lm_task}")
-        notes.append(f"{what}; imported as lm-eval's {lm_task}, those docs keep lm-eval's doc ids")
+        _contradiction(what, f"check --task-map and --data, or pass --allow-mismatch to import it as lm-eval's "
+                             f"{lm_task}", f"imported as lm-eval's {lm_task}, those docs keep lm-eval's doc ids",
+                       allow_mismatch, notes)
         task = None
     hib_all = (res.get("higher_is_better") or {}).get(lm_task, {})
     metrics = {}
@@ -166,10 +172,8 @@ def import_task(out: LmEvalOutput, lm_task: str, ek_task: Optional[str], data_pa
             if abs(mean - float(value)) > 1e-9 + 1e-6 * abs(mean):
                 what = (f"{out.results_path}: {lm_task} {key} = {float(value):g}, but the mean of its {len(vals)} "
                         f"samples is {mean:g}")
-                if not allow_mismatch:
-                    raise EvalkitError(f"{what} (files from different runs?); pass --allow-mismatch to keep the "
-                                       f"samples' mean")
-                notes.append(f"{what}; the samples' mean is kept")
+                _contradiction(what, "files from different runs? Pass --allow-mismatch to keep the samples' mean",
+                               "the samples' mean is kept", allow_mismatch, notes)
                 value = mean
         stderr = res["results"][lm_task].get(f"{m}_stderr,{filt}" if "," in key else f"{m}_stderr")
         metrics[name] = _metric_entry(per_metric.get(name, []), value, stderr, bool(hib_all.get(m, True)))
