@@ -111,7 +111,7 @@ class _Http:
             with self._lock:
                 self._conns.discard(conn)
             stale = isinstance(e, (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected))
-            if reused and stale:  # the server closed an idle keep-alive connection: reconnect once
+            if reused and stale and not self.aborted:  # the server closed an idle keep-alive connection: reconnect once
                 return self._once(method, path, body)
             raise
 
