@@ -222,17 +222,18 @@ def _shortest_items(tmp_path, per_category: int = 2):
 @pytest.mark.skipif(not HAS_TREE_SITTER, reason="tree-sitter is not installed: pip install 'evalkit-harness[bfcl]'")
 def test_the_bundled_models_answers_get_bfcls_verdicts(tmp_path, vllm_backend, cache_dir):
     """(c) Real answers of SmolLM2-135M-Instruct (greedy, 48 new tokens) from the session's vLLM engine
-    (on CPU its prefill is ~5x the transformers backend's: 26 prompts of ~450 tokens take ~20 s, not
-    ~100 s), with BFCL's chat prompt and as plain text (where the model answers differently)."""
+    (on CPU its prefill is ~5x the transformers backend's: 13 prompts of ~450 tokens take ~10 s, not
+    ~50 s; one item per category, the shortest), with BFCL's chat prompt and as plain text (where the model
+    answers differently), and as function calling (tool_mode=native)."""
     import evalkit
-    folder = _shortest_items(tmp_path / "bfcl")
+    folder = _shortest_items(tmp_path / "bfcl", per_category=1)
     t0 = time.perf_counter()
     runs = {chat: evalkit.evaluate(model=vllm_backend, tasks=["bfcl_single_turn"], data={"bfcl_single_turn": str(folder)},
                                    apply_chat_template=chat, gen_kwargs={"max_tokens": 48}, output=None,
                                    cache_dir=str(cache_dir)) for chat in (True, False)}
     t_gen = time.perf_counter() - t0
     rows = {chat: run.samples["bfcl_single_turn"] for chat, run in runs.items()}
-    assert collections.Counter(r["extra"]["category"] for r in rows[True]) == {c: 2 for c in bfcl_data.CATEGORIES}
+    assert collections.Counter(r["extra"]["category"] for r in rows[True]) == {c: 1 for c in bfcl_data.CATEGORIES}
     items = [{"id": r["doc_id"], "category": r["extra"]["category"], "text": r["responses"][0], "group": str(chat),
               "underscore_to_dot": False} for chat, rs in rows.items() for r in rs]
     ref = reference({"verdicts": items, "score_verdicts": True})
