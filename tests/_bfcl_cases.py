@@ -1,4 +1,4 @@
-"""Answers for the BFCL parity tests, made from BFCL's possible answers (tests/test_bfcl_checker.py).
+"""Answers for the BFCL parity tests, made from BFCL's possible answers (tests/tasks/test_bfcl_checker.py).
 
 An item's possible answer becomes a call: each parameter takes its first accepted value, optional
 parameters (``""`` among the accepted values, and not required by the function doc) are left out, a dict parameter takes the first value

@@ -1,4 +1,4 @@
-"""BFCL's own evaluation code, run in a subprocess for tests/test_bfcl_checker.py.
+"""BFCL's own evaluation code, run in a subprocess for tests/tasks/test_bfcl_checker.py.
 
 Reads a JSON request on stdin and writes the answer on stdout. It imports the installed
 ``bfcl-eval`` package's evaluation modules as they are; three imports that play no part in the

@@ -5,6 +5,6 @@
 BFCL decodes it (Python with ``ast``; Java and JavaScript with tree-sitter), ``convert`` and
 ``checker`` are BFCL's AST checker, ``verdict`` is one item's evaluation, ``scores`` BFCL's
 leaderboard summaries, and ``task`` registers ``bfcl_<category>`` and ``bfcl_single_turn``.
-tests/test_bfcl_checker.py runs BFCL's own checker beside ours: the verdicts are the same.
+tests/tasks/test_bfcl_checker.py runs BFCL's own checker beside ours: the verdicts are the same.
 """
 from . import task  # noqa: F401 (registers the tasks)

@@ -1,7 +1,7 @@
 """BFCL's AST checker, our port: are a model's decoded calls one of the possible answers?
 
 The semantics are BFCL v4's (eval_checker/ast_eval/ast_checker.py), rule for rule, because the
-verdicts must be the same (tests/test_bfcl_checker.py runs BFCL's own checker beside this one):
+verdicts must be the same (tests/tasks/test_bfcl_checker.py runs BFCL's own checker beside this one):
 
 * Which check: a category with "parallel" in its name matches calls to answers in any order (each
   expected call, in order, takes the first unmatched output call that passes); one with "multiple"

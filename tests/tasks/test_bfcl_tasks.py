@@ -1,7 +1,7 @@
 """The BFCL v4 single-turn tasks: registration, data (folder, file, errors named by file, line and
 field), prompts, decoding (BFCL's rules, without running the model's code), checking rules, the
 leaderboard summaries, and one run end to end on the bundled model. Parity with BFCL's own checker
-is tests/test_bfcl_checker.py."""
+is tests/tasks/test_bfcl_checker.py."""
 from __future__ import annotations
 
 import importlib.util
