@@ -26,6 +26,12 @@ A request is an object with any of these parts, answered under the same keys:
   and the ``tools`` BFCL's OpenAI-compatible function-calling handler sends (``convert_to_tool``).
 * ``scores``: ``{category: {accuracy, total_count}}``: BFCL's summaries
   (``calculate_*_accuracy`` as ``generate_leaderboard_csv`` combines them).
+* ``multi_turn``: a list of ``{category, id, result, turns?}`` (``turns``: the entry cut to its first
+  turns): BFCL's multi-turn evaluation of each
+  (``_evaluate_single_multi_turn_entry`` with the OpenAI function-calling handler's decoding), as
+  ``{valid, error_type}``.
+* ``multi_turn_prompts``: a list of multi-turn categories: every entry's function docs, held-out
+  docs, native ``tools`` and the prompt-based handler's first messages.
 
 The function docs and possible answers of an item are BFCL's own, loaded by its loaders
 (``load_dataset_entry`` without the prompt's language hints, as its evaluation does, and
@@ -85,7 +91,7 @@ from bfcl_eval.constants.enums import Language, ReturnFormat  # noqa: E402
 from bfcl_eval.eval_checker import eval_runner, eval_runner_helper  # noqa: E402
 from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker  # noqa: E402
 from bfcl_eval.model_handler.utils import default_decode_ast_prompting, system_prompt_pre_processing_chat_model  # noqa: E402
-from bfcl_eval.model_handler.utils import convert_to_tool  # noqa: E402
+from bfcl_eval.model_handler.utils import convert_to_function_call, convert_to_tool  # noqa: E402
 from bfcl_eval.constants.enums import ModelStyle  # noqa: E402
 from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI  # noqa: E402
 
@@ -175,6 +181,53 @@ def prompts(categories: list) -> dict:
     return out
 
 
+class FCHandler:
+    """What BFCL's multi-turn evaluation asks of an OpenAI-compatible function-calling handler:
+    its ``decode_execute`` (openai_completion.py) is ``convert_to_function_call``."""
+
+    def decode_execute(self, result, has_tool_call_tag):
+        return convert_to_function_call(result)
+
+
+def multi_turn(items: list) -> list:
+    """BFCL's ``_evaluate_single_multi_turn_entry`` on each ``{category, id, result}`` (``result``:
+    per turn, per step, what the FC handler got: a list of ``{name: arguments JSON}`` or a text);
+    each item under its own model name, as BFCL keeps API instances in globals by model and entry."""
+    out = []
+    for k, it in enumerate(items):
+        entries = MULTI_TURN_ENTRIES.setdefault(it["category"], {
+            e["id"]: e for e in bfcl_utils.load_dataset_entry(it["category"], include_prereq=False)})
+        truths = MULTI_TURN_TRUTH.setdefault(it["category"], {
+            t["id"]: t["ground_truth"] for t in bfcl_utils.load_ground_truth_entry(it["category"])})
+        entry, truth = copy.deepcopy(entries[it["id"]]), truths[it["id"]]
+        if "turns" in it:  # the entry cut to its first turns, as a test's data folder has it
+            entry["question"], truth = entry["question"][:it["turns"]], truth[:it["turns"]]
+        r = eval_runner._evaluate_single_multi_turn_entry(FCHandler(), it["id"], it["result"], truth,
+                                                          entry, f"evalkit_item_{k}", it["category"])
+        out.append({"valid": bool(r["valid"]),
+                    "error_type": "" if r["valid"] else (r["error"].get("error_type") or "")})
+    return out
+
+
+def multi_turn_prompts(categories: list) -> dict:
+    """Per category, BFCL's entries as its inference reads them: hinted function docs, held-out
+    docs per turn, the FC handler's ``tools``, and the prompt-based handler's first messages."""
+    out = {}
+    for cat in categories:
+        rows = []
+        for e in bfcl_utils.load_dataset_entry(cat, include_prereq=False):
+            first = system_prompt_pre_processing_chat_model(copy.deepcopy(e["question"][0]), e["function"], e["id"])
+            tools = convert_to_tool(copy.deepcopy(e["function"]), GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)
+            rows.append({"id": e["id"], "function": e["function"], "missed_function": e.get("missed_function", {}),
+                         "tools": tools, "first_messages": first})
+        out[cat] = rows
+    return out
+
+
+MULTI_TURN_ENTRIES: dict = {}
+MULTI_TURN_TRUTH: dict = {}
+
+
 def scores(table: dict) -> dict:
     h = eval_runner_helper
 
@@ -222,6 +275,10 @@ def main() -> None:
         out["prompts"] = prompts(req["prompts"])
     if "scores" in req:
         out["scores"] = scores(req["scores"])
+    if "multi_turn" in req:
+        out["multi_turn"] = multi_turn(req["multi_turn"])
+    if "multi_turn_prompts" in req:
+        out["multi_turn_prompts"] = multi_turn_prompts(req["multi_turn_prompts"])
     json.dump(out, sys.stdout)
 
 

@@ -35,9 +35,10 @@ FORBIDDEN = {
     "evalkit.fixtures": ("evalkit.cli", "evalkit.run", "evalkit.tasks"),
     # lm-eval's files in and out: records and the task API only (the catalog adapter is a task)
     "evalkit.lm_eval_io": ("evalkit.tasks", "evalkit.backends", "evalkit.run", "evalkit.cli", "evalkit.dashboards"),
-    # BFCL's decoding and AST checking run no model and no tool: the task API, scoring and util only
+    # BFCL's decoding and checking run no model: the task API, scoring and util, and the sandbox where
+    # its multi-turn APIs and checker run the model's calls (multi_turn_env)
     "evalkit.tasks.bfcl": ("evalkit.backends", "evalkit.run", "evalkit.cli", "evalkit.judges", "evalkit.dashboards",
-                           "evalkit.sandbox", "evalkit.tasks.lm_eval_catalog", "evalkit.lm_eval_io"),
+                           "evalkit.tasks.lm_eval_catalog", "evalkit.lm_eval_io"),
 }
 # what stands at the package root: the public API, the version and the old-path aliases, nothing else
 ROOT_MODULES = {"__init__.py", "__main__.py", "api.py", "version.py", "_moved.py"}
@@ -109,7 +110,9 @@ def test_modules_stay_small():
 
 # ---- metrics: declared by every built-in task --------------------------------------------------
 LOWER_IS_BETTER = {"word_perplexity", "byte_perplexity", "bits_per_byte", "ter", "no_answer", "first_last_differ",
-                   "invalid_format", "unknown_function", "wrong_arg_type"}
+                   "invalid_format", "unknown_function", "wrong_arg_type",
+                   # agent tasks' tool-use figures (evalkit.taskapi.agent_task.TOOL_USE_METRICS)
+                   "turns", "tool_calls", "tokens", "invalid_call_format", "tool_errors"}
 
 
 def test_every_builtin_task_declares_its_metrics():

@@ -20,16 +20,19 @@ from .executor import Sandbox
 #: the program around the environment's source: restore the state, make the call, write the outcome
 _DRIVER = r'''
 import base64 as _b64, io as _io, json as _json, os as _os, pickle as _pickle, tarfile as _tarfile
+import sys as _sys, types as _types
 _JOB = _json.loads(%(job)r)
-_ENV = {"__name__": "evalkit_tool_env"}
+_MOD = _types.ModuleType("evalkit_tool_env")
+_sys.modules["evalkit_tool_env"] = _MOD
+_ENV = _MOD.__dict__
 _os.makedirs("state", exist_ok=True)
 _os.chdir("state")
+exec(compile(_JOB["source"], "<tool env %%s>" %% _JOB["name"], "exec"), _ENV)
 if _JOB["state"]:
     _obj, _tar = _pickle.loads(_b64.b64decode(_JOB["state"]))
     with _tarfile.open(fileobj=_io.BytesIO(_tar)) as _t:
         _t.extractall(".", filter="data")
-exec(compile(_JOB["source"], "<tool env %%s>" %% _JOB["name"], "exec"), _ENV)
-if not _JOB["state"]:
+else:
     _obj = _ENV["setup"](_json.loads(_JOB["config"]))
 _out = {}
 if _JOB["op"] == "call":

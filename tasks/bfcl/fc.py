@@ -48,9 +48,11 @@ def _cast(properties: dict) -> dict:
     return properties
 
 
-def openai_tools(functions: list, category: str) -> list[dict]:
+def openai_tools(functions: list, category: str, hint: bool = True) -> list[dict]:
+    """The docs as OpenAI tools; ``hint=False`` for docs that already have (or, as BFCL's held-out
+    multi-turn functions, never get) the language hint."""
     out = []
-    for f in copy.deepcopy(hinted_functions(functions, category)):
+    for f in copy.deepcopy(hinted_functions(functions, category) if hint else functions):
         f["name"] = re.sub(r"\.", "_", f["name"])
         f["parameters"]["type"] = "object"
         f["parameters"]["properties"] = _cast(f["parameters"]["properties"])

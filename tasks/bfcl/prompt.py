@@ -77,12 +77,13 @@ def hinted_functions(functions: list, category: str) -> list:
     return out
 
 
-def chat_messages(question: list, functions: list, category: str, extra_system: Optional[str] = None) -> list[dict]:
-    """The messages BFCL sends for a single-turn question (``question`` is its first turn).
-    ``extra_system`` (evalkit's ``--system-prompt``) is appended to the system message as a
-    question's own system message would be."""
+def chat_messages(question: list, functions: list, category: str, extra_system: Optional[str] = None,
+                  hint: bool = True) -> list[dict]:
+    """The messages BFCL sends for a question's first turn (``question``). ``extra_system``
+    (evalkit's ``--system-prompt``) is appended to the system message as a question's own system
+    message would be; ``hint=False``: the docs already have their language hints."""
     msgs = [{"role": m["role"], "content": m["content"]} for m in question]
-    system = system_prompt(hinted_functions(functions, category))
+    system = system_prompt(hinted_functions(functions, category) if hint else functions)
     if extra_system:
         system = system + "\n\n" + extra_system
     if msgs and msgs[0]["role"] == "system":

@@ -9,10 +9,11 @@ As BFCL's ``generate_leaderboard_csv`` (eval_checker/eval_runner_helper.py) comp
   their sizes, i.e. the accuracy over all their items.
 * ``irrelevance_detection``: the unweighted mean of irrelevance and live_irrelevance.
 * ``relevance_detection``: live_relevance.
+* ``multi_turn``: the unweighted mean of multi_turn_base, miss_func, miss_param and long_context.
 
 BFCL's overall score weights non-live 10, live 10, irrelevance 10, multi-turn 30 and agentic 40
-(web search, memory); those categories are not evaluated here, so no overall score is reported as
-a metric. ``overall_with_missing_as_zero`` (in the task's extra figures) is what BFCL's own table
+(web search, memory); the agentic categories are not evaluated here, so no overall score is
+reported as a metric. ``overall_with_missing_as_zero`` (in the task's extra figures) is what BFCL's own table
 prints when only these categories ran: it counts the missing ones as 0, a lower bound.
 
 Intervals: a weighted sum of independent category accuracies has variance ``sum w_c^2 var_c``,
@@ -31,6 +32,8 @@ SIMPLE = ("simple_python", "simple_java", "simple_javascript")
 NON_LIVE_WEIGHTS = {**{c: 1 / 12 for c in SIMPLE}, "multiple": 0.25, "parallel": 0.25, "parallel_multiple": 0.25}
 LIVE_AST = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
 IRRELEVANCE_WEIGHTS = {"irrelevance": 0.5, "live_irrelevance": 0.5}
+MULTI_TURN_WEIGHTS = {c: 0.25 for c in ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
+                                        "multi_turn_long_context")}
 SUMMARIES = ("non_live_ast", "live_ast", "irrelevance_detection", "relevance_detection")
 #: BFCL's overall weights (calculate_percentage_weighted_accuracy in generate_leaderboard_csv)
 OVERALL_WEIGHTS = {"non_live_ast": 10, "live_ast": 10, "irrelevance_detection": 10, "multi_turn": 30, "agentic": 40}
@@ -69,6 +72,8 @@ def summaries(samples: Sequence) -> dict[str, MetricValue]:
         out["irrelevance_detection"] = weighted_mean(groups, IRRELEVANCE_WEIGHTS)
     if "live_relevance" in groups:
         out["relevance_detection"] = mean_metric(groups["live_relevance"])
+    if all(c in groups for c in MULTI_TURN_WEIGHTS):
+        out["multi_turn"] = weighted_mean(groups, MULTI_TURN_WEIGHTS)
     return out
 
 

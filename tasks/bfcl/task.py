@@ -88,13 +88,7 @@ class BFCLTask(GenerationTask):
                    meta={"category": category, "question": question, "functions": record["function"]})
 
     def docs_within_limit(self, docs: Sequence[Doc], limit) -> list[Doc]:
-        """The first ``limit`` docs of each category (a fraction below 1: of each category's)."""
-        if limit is None:
-            return list(docs)
-        per = defaultdict(list)
-        for d in docs:
-            per[d.meta["category"]].append(d)
-        return [d for ds in per.values() for d in ds[:limit_count(limit, len(ds))]]
+        return first_of_each_category(docs, limit)
 
     # ---- prompts ----
     def messages(self, doc, ctx):
@@ -161,6 +155,16 @@ class BFCLTask(GenerationTask):
                       extra={"category": doc.meta["category"], "error_type": v.error_type, "error": v.message})
 
 
+def first_of_each_category(docs: Sequence[Doc], limit) -> list[Doc]:
+    """The first ``limit`` docs of each category (a fraction below 1: of each category's)."""
+    if limit is None:
+        return list(docs)
+    per = defaultdict(list)
+    for d in docs:
+        per[d.meta["category"]].append(d)
+    return [d for ds in per.values() for d in ds[:limit_count(limit, len(ds))]]
+
+
 def _metrics_of(category: str) -> tuple:
     return AST_METRICS if data.kind_of(category) == "ast" else (Metric("accuracy"),)
 
@@ -206,4 +210,5 @@ class BFCLSingleTurn(BFCLTask):
         summary = scores.summaries(samples)
         return {**super().run_extra(samples), "bfcl_overall": scores.overall_with_missing_as_zero(summary),
                 "not_evaluated": ["multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
-                                  "multi_turn_long_context", "web_search", "memory", "format_sensitivity"]}
+                                  "multi_turn_long_context", "web_search", "memory", "format_sensitivity"],
+                "multi_turn": "the bfcl_multi_turn task"}

@@ -313,6 +313,45 @@ def test_agent_episode_with_tools_through_the_server(server, key_env, tmp_path):
     assert t["turns"][1]["completion_tokens"] > 0 and t["turns"][1]["tool_calls"] == []  # the real server's reply
 
 
+def test_bfcl_multi_turn_entry_through_the_server(server, key_env, tmp_path):
+    """A BFCL multi-turn entry (multi_turn_base_1's first turn, one API: the prompt fits the server's
+    4,096-token context) through `vllm serve --tool-call-parser hermes`: the first reply is a canned
+    ``ls(a=True)`` call, the possible answer's (the tiny model answers in prose), run on BFCL's own
+    GorillaFileSystem in the sandbox; its result goes back to the real server, whose reply ends the
+    turn; BFCL's checker passes the entry."""
+    import evalkit
+    from evalkit.tasks.bfcl import data as bfcl_data
+    if bfcl_data.installed_data_dir() is None:
+        pytest.skip("bfcl-eval is not installed (pip install --no-deps bfcl-eval)")
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from _bfcl_folders import multi_turn_folder
+    folder = multi_turn_folder(tmp_path / "bfcl", {"multi_turn_base": {"multi_turn_base_1": 1}})
+    canned = {"id": "x", "object": "chat.completion", "model": SERVED, "usage": {"prompt_tokens": 9, "completion_tokens": 4},
+              "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None,
+                           "tool_calls": [{"id": "srv_1", "type": "function", "function": {
+                               "name": "ls", "arguments": "{\"a\": true}"}}]}}]}
+    proxy = FaultProxy(server.port)
+    try:
+        be = backend_for(server, base_url=proxy.base_url)
+        proxy.faults = [(200, canned, {})]
+        run = evalkit.evaluate(model=be, tasks=["bfcl_multi_turn_base"], data={"bfcl_multi_turn_base": str(folder)},
+                               task_args={"bfcl_multi_turn_base": {"max_steps": 2}}, gen_kwargs={"max_tokens": 16},
+                               output=None, cache_dir=str(tmp_path / "cache"))
+    finally:
+        proxy.close()
+    row = run.samples["bfcl_multi_turn_base"][0]
+    t = row["responses"][0]
+    assert t["turns"][0]["tool_calls"] == [{"id": "call_0_0", "name": "ls", "arguments": {"a": True}}]
+    listing = t["turns"][0]["results"][0]["result"]
+    assert json.loads(listing)["current_directory_content"]
+    sent = [json.loads(b) for b in proxy.bodies if b and b"messages" in b]
+    assert len(sent) == 2 and "ls" in [x["function"]["name"] for x in sent[0]["tools"]]
+    assert sent[1]["messages"][-1] == {"role": "tool", "content": listing, "name": "ls", "tool_call_id": "call_0_0"}
+    assert t["turns"][1]["completion_tokens"] > 0 and t["turns"][1]["tool_calls"] == []  # the real server's reply
+    assert row["metrics"]["accuracy"] == 1.0 and row["extra"]["error_type"] is None
+    assert row["extracted"] == [[["ls(a=True)"]]]
+
+
 def test_server_killed_mid_run_restart_and_resume_lose_nothing(server, key_env, shared_data, tmp_path):
     from evalkit.run.cache import ResponseCache
     from evalkit.run.runner import RunConfig, evaluate

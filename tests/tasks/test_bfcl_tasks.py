@@ -47,8 +47,9 @@ def question(i, text="Area of a triangle with base 10 and height 5?"):
 
 # ---- tasks and data -----------------------------------------------------------------------------
 def test_every_single_turn_category_is_a_task_plus_one_for_all():
+    from evalkit.tasks.bfcl.multi_turn_data import MULTI_TURN
     names = {n for n in registry.all_tasks() if n.startswith("bfcl_")}
-    assert names == {f"bfcl_{c}" for c in bfcl_data.CATEGORIES} | {"bfcl_single_turn"}
+    assert names == {f"bfcl_{c}" for c in bfcl_data.CATEGORIES + MULTI_TURN} | {"bfcl_single_turn", "bfcl_multi_turn"}
     declared = {m["name"]: m["higher_is_better"] for m in registry.get_task_class("bfcl_simple_java")().declared_metrics()}
     assert declared == {"accuracy": True, "invalid_format": False, "unknown_function": False, "wrong_arg_type": False}
     assert [m["name"] for m in registry.get_task_class("bfcl_irrelevance")().declared_metrics()] == ["accuracy"]
