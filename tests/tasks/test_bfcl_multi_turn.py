@@ -294,20 +294,17 @@ def transcript_result(t: dict) -> list:
     return plan
 
 
-def test_the_bundled_models_transcripts_get_bfcls_verdicts(vllm_backend, cache_dir, tmp_path):
-    """SmolLM2-135M-Instruct on the session's vLLM engine, native tools read with the hermes parser, at
-    most 3 replies per user turn (``max_steps``), on two entries cut short (every user turn is a ~3k
-    token prefill on CPU): multi_turn_base_0's first turn and multi_turn_miss_func_3's first two (the
-    second brings back held-out functions). The tiny model answers in prose, not calls: its
-    transcripts must still be BFCL's (turns, messages, tools offered) and so must its verdicts."""
+def play_and_compare(backend, keep: dict, cache_dir, tmp_path) -> list:
+    """The entries ``keep`` names, cut to their first turns, played by ``backend`` (native tools, the
+    hermes parser, at most 3 replies per user turn); the transcripts are checked for BFCL's shape
+    and the verdicts against BFCL's. Returns the rows."""
     import evalkit
     from _bfcl_folders import multi_turn_folder
     from evalkit.tasks.bfcl.multi_turn import ADDED_FUNCTIONS_FC
-    keep = {"multi_turn_base": {"multi_turn_base_0": 1}, "multi_turn_miss_func": {"multi_turn_miss_func_3": 2}}
     folder = multi_turn_folder(tmp_path / "bfcl", keep)
     rows = []
     for category in keep:
-        run = evalkit.evaluate(model=vllm_backend, tasks=[f"bfcl_{category}"], data={f"bfcl_{category}": str(folder)},
+        run = evalkit.evaluate(model=backend, tasks=[f"bfcl_{category}"], data={f"bfcl_{category}": str(folder)},
                                apply_chat_template=True, tool_parser="hermes",
                                task_args={f"bfcl_{category}": {"max_steps": 3}}, gen_kwargs={"max_tokens": 48},
                                output=None, cache_dir=str(cache_dir))
@@ -325,3 +322,19 @@ def test_the_bundled_models_transcripts_get_bfcls_verdicts(vllm_backend, cache_d
             if (bool(r["metrics"]["accuracy"]), r["extra"]["error_type"] or "") != (t["valid"], t["error_type"])] == []
     print("\nbundled model:", [(r["doc_id"], len(r["responses"][0]["turns"]), r["extra"]["error_type"] or "valid")
                               for _, r in rows])
+    return rows
+
+
+def test_the_bundled_models_transcripts_get_bfcls_verdicts(vllm_backend, cache_dir, tmp_path):
+    """SmolLM2-135M-Instruct on the session's vLLM engine on two entries cut short (every user turn
+    is a ~3k-token prefill on CPU): multi_turn_base_0's first turn and multi_turn_miss_func_3's first
+    two (the second brings back held-out functions). The tiny model answers in prose, not calls: its
+    transcripts must still be BFCL's (turns, messages, tools offered) and so must its verdicts."""
+    play_and_compare(vllm_backend, {"multi_turn_base": {"multi_turn_base_0": 1},
+                                    "multi_turn_miss_func": {"multi_turn_miss_func_3": 2}}, cache_dir, tmp_path)
+
+
+def test_the_bundled_model_plays_through_transformers(hf_backend, cache_dir, tmp_path):
+    """The same through the transformers backend (the chat template given the tools), on
+    multi_turn_base_1's first turn (one API: the shortest prompt)."""
+    play_and_compare(hf_backend, {"multi_turn_base": {"multi_turn_base_1": 1}}, cache_dir, tmp_path)
