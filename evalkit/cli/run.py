@@ -13,6 +13,8 @@ from evalkit.backends import BACKENDS, make_backend, parse_model_args, split_spe
 from evalkit.run.cache import NullCache, ResponseCache
 from evalkit.records import Run, write_run
 from evalkit.run.runner import RunConfig, evaluate, load_tasks
+from evalkit.run.suite_summary import summarize
+from evalkit.run.suites import load_suite
 
 
 def add_model_args(p: argparse.ArgumentParser, required=True, flag="--model"):
@@ -23,9 +25,12 @@ def add_model_args(p: argparse.ArgumentParser, required=True, flag="--model"):
 
 
 def add_task_args(p: argparse.ArgumentParser):
-    p.add_argument("--tasks", required=True,
+    p.add_argument("--tasks", default=None,
                    help="comma-separated task names or patterns (see `evalkit tasks`); lm-eval's tasks and groups as "
                         "lm-eval:NAME (see `evalkit tasks --lm-eval`; needs the lm-eval extra)")
+    p.add_argument("--suite", default=None, metavar="NAME|FILE.toml",
+                   help="a named suite (leaderboard-v2, ...: `evalkit tasks --suites`) or your own TOML file: its "
+                        "tasks and settings (flags given here win), and its summary in the record")
     p.add_argument("--limit", type=limit_value, default=None, metavar="N|FRACTION",
                    help="only the first N docs of each task, or a fraction below 1 of each task's docs (0.1)")
     p.add_argument("--seed", type=int, default=1234, help="run seed (few-shot draws, sampling, bootstrap)")
@@ -96,28 +101,33 @@ def parse_shard(text):
 def build_config(args) -> RunConfig:
     for path in args.include_path:
         registry.include_path(path)
-    tasks = registry.expand([args.tasks])
+    suite = load_suite(args.suite) if getattr(args, "suite", None) else None
+    if not args.tasks and suite is None:
+        raise ValueError("name the tasks to run: --tasks T1,T2 or --suite NAME")
+    tasks = registry.expand(([",".join(suite.task_names())] if suite else []) + ([args.tasks] if args.tasks else []))
+    if suite is not None:
+        apply_suite(args, suite)
     data = parse_data_paths(args.data)
     fewshot = parse_data_paths(getattr(args, "fewshot_data", []) or [], "--fewshot-data")
     for flag, given in (("--data", data), ("--fewshot-data", fewshot)):
         unknown = [t for t in given if t not in tasks]
         if unknown:
             raise ValueError(f"{flag} names task(s) not being run: {', '.join(unknown)} (running: {', '.join(tasks)})")
-    task_opts = {}
+    task_opts = {t.name: dict(t.task_args) for t in suite.tasks if t.task_args} if suite else {}
     for item in args.task_args:
         if ":" not in item:
             raise ValueError(f"--task-args {item!r}: expected TASK:K=V,...")
         t, kv = item.split(":", 1)
         if t not in tasks:
             raise ValueError(f"--task-args {item!r}: task {t!r} is not being run (running: {', '.join(tasks)})")
-        task_opts[t] = parse_model_args(kv, f"--task-args {t}")
+        task_opts.setdefault(t, {}).update(parse_model_args(kv, f"--task-args {t}"))
     if getattr(args, "trust_remote_code", False):
         for t in tasks:
             if t.startswith("lm-eval:"):
                 task_opts.setdefault(t, {})["trust_remote_code"] = True
     validation.check_task_options(task_opts)
     metrics = appended_metrics(tasks, getattr(args, "metric", None))
-    gen = parse_model_args(args.gen_kwargs, "--gen-kwargs")
+    gen = {**(suite.settings.get("gen_kwargs", {}) if suite else {}), **parse_model_args(args.gen_kwargs, "--gen-kwargs")}
     validation.check_gen_overrides(gen)
     validation.check_num_fewshot(args.num_fewshot)
     if args.limit is not None and not (0 < args.limit < 1 or (args.limit >= 1 and args.limit == int(args.limit))):
@@ -132,7 +142,17 @@ def build_config(args) -> RunConfig:
                      data_paths=data, task_options=task_opts, gen_overrides=gen, shard=parse_shard(args.shard),
                      tags=list(getattr(args, "tag", []) or []), fewshot_paths=fewshot, metrics=metrics,
                      fewshot_as_multiturn=getattr(args, "fewshot_as_multiturn", None),
-                     tool_parser=getattr(args, "tool_parser", None))
+                     tool_parser=getattr(args, "tool_parser", None), suite=suite.to_record() if suite else None)
+
+
+def apply_suite(args, suite) -> None:
+    """The suite's run settings where the command line gives none."""
+    st = suite.settings
+    args.apply_chat_template = args.apply_chat_template or st.get("apply_chat_template", False)
+    if getattr(args, "fewshot_as_multiturn", None) is None and "fewshot_as_multiturn" in st:
+        args.fewshot_as_multiturn = st["fewshot_as_multiturn"]
+    if args.num_fewshot is None:
+        args.num_fewshot = st.get("num_fewshot")
 
 
 def appended_metrics(tasks: list, specs) -> list:
@@ -236,7 +256,11 @@ def run(args):
         cache.close()
     failed = 0
     for run in outs:
+        if config.suite:
+            run.suite = summarize(load_suite(config.suite["path"]), run.samples, config.seed)
         print(format_table(run))
+        if run.suite and run.suite.get("leaderboard_v2"):
+            print(format_suite(run.suite))
         budget_warnings(run)
         if args.no_output:
             continue
@@ -253,6 +277,15 @@ def run(args):
                   f"the answers are cached, so a rerun with a writable --output recomputes nothing", file=sys.stderr)
     sinks.after_run(args, [run.path for run in outs if run.path])
     return 2 if failed else 0
+
+
+def format_suite(suite: dict) -> str:
+    lines = [f"\nsuite {suite['name']}: Open LLM Leaderboard v2 normalised scores (0-100)"]
+    for name, v in suite["leaderboard_v2"].items():
+        lines.append(f"  {name:<10} {v['value']:7.2f}  [{v['ci_low']:.2f}, {v['ci_high']:.2f}]  n={v['n']}")
+    if suite.get("missing"):
+        lines.append(f"  not run: {', '.join(suite['missing'])} (no average without all six)")
+    return "\n".join(lines)
 
 
 def write_out(config: RunConfig, task_runs, n: int = 3) -> int:

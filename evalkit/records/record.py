@@ -118,10 +118,12 @@ class Run(_Typed):
     merged_from: Optional[list] = None
     #: with --reward-model: the reward model (identity, pooling, activation, step tag, API, engine counters)
     reward_model: Optional[dict] = None
+    #: with --suite: the suite (name, file, tasks) and its summary (leaderboard-v2 normalised scores with CIs)
+    suite: Optional[dict] = None
     path: Optional[str] = None
     other: dict = field(default_factory=dict)
 
-    OMIT_IF_NONE: typing.ClassVar[tuple] = ("judge", "judge_engine", "merged_from", "reward_model", "path")
+    OMIT_IF_NONE: typing.ClassVar[tuple] = ("judge", "judge_engine", "merged_from", "reward_model", "suite", "path")
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "run.json") -> "Run":

@@ -32,6 +32,8 @@ class RunConfig:
     thinking: dict = field(default_factory=dict)
     #: how tool calls are read from a model's text in agent tasks (``--tool-parser``; None: the default)
     tool_parser: Optional[str] = None
+    #: with --suite: the suite's record entry (``evalkit.run.suites.Suite.to_record``)
+    suite: Optional[dict] = None
 
     def context(self, render_chat: Optional[Callable[[list], str]] = None) -> RunContext:
         """The run as tasks see it when they build prompts and requests."""
@@ -51,7 +53,8 @@ class RunConfig:
                    else {"fewshot_as_multiturn": self.fewshot_as_multiturn} if self.fewshot_as_multiturn is not None
                    else {}),
                 **({"thinking": self.thinking} if self.thinking else {}),
-                **({"tool_parser": self.tool_parser} if self.tool_parser else {})}
+                **({"tool_parser": self.tool_parser} if self.tool_parser else {}),
+                **({"suite": self.suite} if self.suite else {})}
 
     @classmethod
     def from_record(cls, cfg: dict) -> "RunConfig":
@@ -73,4 +76,5 @@ class RunConfig:
                    # a chat record without the key predates multi-turn few-shot: its prompts were one turn
                    fewshot_as_multiturn=cfg.get("fewshot_as_multiturn",
                                                 False if cfg.get("apply_chat_template") else None),
-                   thinking=dict(cfg.get("thinking") or {}), tool_parser=cfg.get("tool_parser"))
+                   thinking=dict(cfg.get("thinking") or {}), tool_parser=cfg.get("tool_parser"),
+                   suite=cfg.get("suite"))

@@ -1,0 +1,55 @@
+"""A suite's summary over a finished run: the leaderboard-v2 normalised scores (``evalkit.scoring.
+leaderboard_v2``) built from the run's per-item rows of the tasks the suite names as its benchmarks.
+
+A row gives its subtask (lm-eval's leaf, ``extra.lm_eval.task``; otherwise the task itself), its
+metric values (the row's ``metrics``, else lm-eval's raw ``extra.lm_eval.values``: IFEval's
+instruction-level list) and its number of choices (the multiple-choice continuations).
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+from evalkit.scoring import leaderboard_v2
+
+
+def _value(row: dict, name: str):
+    metrics = row.get("metrics") or {}
+    for key in (name, *sorted(k for k in metrics if k.startswith(name + ","))):
+        if key in metrics:
+            return metrics[key]
+    raw = (((row.get("extra") or {}).get("lm_eval") or {}).get("values") or {})
+    return raw.get(name)
+
+
+def bench_rows(kind: str, task: str, rows) -> leaderboard_v2.Bench:
+    names = ("prompt_level_strict_acc", "inst_level_strict_acc") if kind == "ifeval" else (
+        leaderboard_v2.RULES[kind][0],)
+    bench = leaderboard_v2.Bench(kind)
+    for row in rows:
+        lm = (row.get("extra") or {}).get("lm_eval") or {}
+        item = {}
+        for name in names:
+            v = _value(row, name)
+            if v is None:
+                raise ValueError(f"suite summary: task {task} row {row.get('doc_id')!r} has no {name!r} (the "
+                                 f"leaderboard-v2 {kind} score needs it)")
+            item[name] = v
+        if kind == "ifeval" and not isinstance(item["inst_level_strict_acc"], list):
+            item["inst_level_strict_acc"] = [item["inst_level_strict_acc"]]
+        conts = lm.get("continuations")
+        item["n_choices"] = len(conts) if isinstance(conts, list) else 0
+        bench.subtasks.setdefault(lm.get("task") or task, []).append(item)
+    return bench
+
+
+def summarize(suite, samples: Mapping[str, list], seed: int = 1234, replicates: int = 1000) -> Optional[dict]:
+    """The record's ``suite`` entry: the suite, and with ``summary = "leaderboard-v2"`` its figures
+    (percent, with CIs) and the benchmarks that did not run."""
+    out = suite.to_record()
+    if suite.summary != "leaderboard-v2":
+        return out
+    benches = {kind: bench_rows(kind, task, samples[task]) for task, kind in suite.benchmarks().items()
+               if samples.get(task)}
+    out["leaderboard_v2"] = leaderboard_v2.summary(benches, replicates, seed)
+    out["missing"] = [k for k in leaderboard_v2.KINDS if k not in benches]
+    return out
