@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from evalkit.dashboards import board, charts, ranking, tables
+from evalkit.dashboards import board, charts, ranking, suites, tables
 from evalkit.dashboards.urlstate import choose
 
 GRID_KEY = "lb_grid"
@@ -136,6 +136,7 @@ def render(store, filters: tables.Filters) -> None:
     with st.expander("Cells as text: value [95% CI] n=items #rank"):
         st.dataframe(lb.display, hide_index=True, key="leaderboard", width="stretch")
         st.caption(tables.OVERALL_RULE)
+    render_suites(store)
     render_provenance(store, lb)
     render_judges(store)
 
@@ -156,6 +157,22 @@ def render_pictures(lb: board.Leaderboard) -> None:
     part = heat[heat["col"] == col]
     st.altair_chart(charts.ci_bars(part, "model", f"{lb.headers[col]} (95% CI)", lb.higher_is_better.get(col, True),
                                    lb.metric_for[col]), key="lb_bars_chart", width="stretch")
+
+
+def render_suites(store) -> None:
+    frame = suites.suite_rows(store)
+    if not len(frame):
+        return
+    st.subheader("Open LLM Leaderboard v2 (suites)")
+    st.caption("Normalised scores (0-100: random guessing is 0) per benchmark and their average, each "
+               "value [95% bootstrap CI] n=items; the average needs all six benchmarks.")
+    st.dataframe(frame[["model", "suite", *suites.BENCHMARKS, "missing", "run_id"]], hide_index=True,
+                 key="lb_suites", width="stretch")
+    ranked = frame.dropna(subset=["avg_value"])
+    if len(ranked):
+        bars = ranked.rename(columns={"avg_value": "value", "avg_low": "ci_low", "avg_high": "ci_high"})
+        st.altair_chart(charts.ci_bars(bars, "label", "leaderboard-v2 average (95% CI)", True, "average"),
+                        key="lb_suites_chart", width="stretch")
 
 
 def render_provenance(store, lb) -> None:
