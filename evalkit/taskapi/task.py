@@ -39,7 +39,7 @@ What a task may override (every hook has a default on ``Task``):
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Optional, Sequence
+from typing import Callable, ClassVar, Optional, Sequence
 
 from evalkit.scoring import metric as _metric
 from evalkit.taskapi.data import DataSource
@@ -237,6 +237,18 @@ def limit_count(limit, n_docs: int) -> Optional[int]:
     return int(limit)
 
 
+def first_of_each_group(docs, limit, group: Callable[[Doc], str]) -> list[Doc]:
+    """``--limit`` per group (subtask, category) as lm-eval's groups take it: the first ``limit``
+    docs of each group (a fraction below 1: of each group's), in the docs' order."""
+    if limit is None:
+        return list(docs)
+    groups: dict = {}
+    for d in docs:
+        groups.setdefault(group(d), []).append(d)
+    keep = {id(d) for g in groups.values() for d in g[:limit_count(limit, len(g))]}
+    return [d for d in docs if id(d) in keep]
+
+
 class MultipleChoiceTask(Task):
     """Score each choice by loglikelihood of ``target_delimiter + choice`` after the context."""
 
@@ -276,7 +288,11 @@ class GenerationTask(Task):
     gen_params: ClassVar[GenParams] = GenParams()
 
     def params(self, doc: Doc, ctx: RunContext) -> GenParams:
-        return run_params(self.gen_params, ctx, self.name, doc.id)
+        p = run_params(self.gen_params, ctx, self.name, doc.id)
+        if p.n > 1 and p.greedy:
+            raise ValueError(f"task {self.name}: n={p.n} samples per problem (--repeats) need temperature > 0 "
+                             "(greedy samples are all the same), e.g. --gen-kwargs temperature=0.6")
+        return p
 
     def requests(self, doc, ctx):
         params = self.params(doc, ctx)
@@ -302,11 +318,39 @@ class GenerationTask(Task):
         if type(self).score is not GenerationTask.score:  # a task that scores a doc's responses itself
             return [self.as_sample(d, r, self.score(d, r, ctx), ctx) for d, r in zip(docs, responses)]
         texts = [[c.text for c in r[0]] if r else [] for r in responses]
-        scored = self.score_batch(docs, texts, ctx)
+        if any(len(t) > 1 for t in texts) and type(self).score_texts is GenerationTask.score_texts:
+            from evalkit.taskapi.repeats import score_repeats  # K samples per problem: each scored alone
+            scored = score_repeats(self, docs, texts, ctx)
+        else:
+            scored = self.score_batch(docs, texts, ctx)
         return [self.sample_of(d, r, t, s, ctx) for d, r, t, s in zip(docs, responses, texts, scored)]
 
     def score(self, doc, responses, ctx):
         return self.score_all([doc], [responses], ctx)[0]
+
+    def repeat_declarations(self, samples: Optional[Sequence] = None) -> tuple:
+        """The repeat metrics (avg@K, pass@k, pass^k, maj@K) these samples carry, remembered for the
+        record's declarations (``evalkit.taskapi.repeats``)."""
+        if samples is not None:
+            from evalkit.taskapi.repeats import declarations
+            own = {n for d in super().metric_declarations() for n in d.names}
+            self._repeat_decl = declarations(samples, own)
+        return self.__dict__.get("_repeat_decl", ())
+
+    def metric_declarations(self) -> tuple:
+        return (*super().metric_declarations(), *self.repeat_declarations())
+
+    def metric_objects(self, samples, appended=()):
+        extra = self.repeat_declarations(samples)
+        if not extra:
+            return super().metric_objects(samples, appended)
+        return _metric.resolve((*self.metrics, *extra), samples, self.higher_is_better, self.corpus_metrics,
+                               task=self.name, appended=appended or self.__dict__.get("_appended", ()),
+                               strict=self.declares_metrics(), own_aggregate=type(self).aggregate is not Task.aggregate)
+
+    def run_extra(self, samples):
+        from evalkit.taskapi.repeats import run_summary  # K > 1 samples per problem: K, naive vs clustered SE
+        return run_summary(samples)
 
     def sample_of(self, doc: Doc, responses: list, texts: list[str], scored, ctx: RunContext) -> Sample:
         s = scored if isinstance(scored, Scored) else Scored(dict(scored))

@@ -8,27 +8,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Sequence
 
-from evalkit.scoring.choices import macro_mean
-from evalkit.scoring.metric import MetricGroup
-from evalkit.scoring.stats import mean_metric
+from evalkit.scoring import subtasks
 from evalkit.taskapi.data import DataError, FieldError, require
-from evalkit.taskapi.task import Doc, limit_count
+from evalkit.taskapi.task import Doc, first_of_each_group
 
 from .data import SUBTASKS, CoTPrompt, load_prompt
-
-
-def macro_group(names: tuple) -> MetricGroup:
-    """``<m>_macro`` for each of ``names``: the unweighted mean over subtasks of the subtask means."""
-    def estimate(samples):
-        return {f"{m}_macro": macro_mean(by_subtask(samples, m)) for m in names} if samples else {}
-    return MetricGroup("macro", tuple(f"{m}_macro" for m in names), True, estimate=estimate)
-
-
-def by_subtask(samples, metric: str) -> dict:
-    groups = defaultdict(list)
-    for s in samples:
-        groups[s.extra["subtask"]].append(s.metrics[metric])
-    return dict(groups)
 
 
 class BBHBase:
@@ -52,13 +36,7 @@ class BBHBase:
 
     def docs_within_limit(self, docs: Sequence[Doc], limit) -> list[Doc]:
         """``--limit N``: the first N items of every subtask (a fraction: of every subtask's items)."""
-        if limit is None:
-            return list(docs)
-        groups = defaultdict(list)
-        for d in docs:
-            groups[d.meta["subtask"]].append(d)
-        keep = {id(d) for g in groups.values() for d in g[:limit_count(limit, len(g))]}
-        return [d for d in docs if id(d) in keep]
+        return first_of_each_group(docs, limit, lambda d: d.meta["subtask"])
 
     def cot_prompt(self, subtask: str) -> CoTPrompt:
         cache = self.__dict__.setdefault("_prompts", {})
@@ -76,9 +54,4 @@ class BBHBase:
         return prompt, k
 
     def breakdowns(self, samples):
-        names = list(samples[0].metrics) if samples else []
-        groups = defaultdict(list)
-        for s in samples:
-            groups[s.extra["subtask"]].append(s)
-        return {f"subtask:{t}": {m: mean_metric([s.metrics[m] for s in groups[t]], self.higher_is_better_of(m))
-                                 for m in names} for t in sorted(groups)}
+        return subtasks.breakdowns(samples, self.higher_is_better_of)

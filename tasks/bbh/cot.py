@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 
 from evalkit.scoring.metric import Metric
+from evalkit.scoring.subtasks import macro_group
 from evalkit.taskapi.requests import GenParams
 from evalkit.taskapi.task import GenerationTask, Scored, register_task
 
-from .common import BBHBase, macro_group
+from .common import BBHBase
 from .data import SUBTASKS, bbh_source
 
 ANSWER = re.compile(r"(?<=the answer is )(.*)(?=.)")

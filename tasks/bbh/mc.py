@@ -11,10 +11,11 @@ space. acc_norm divides each option's loglikelihood by its length in characters.
 from __future__ import annotations
 
 from evalkit.scoring.metric import Metric
+from evalkit.scoring.subtasks import macro_group
 from evalkit.taskapi.data import FieldError
 from evalkit.taskapi.task import MultipleChoiceTask, Scored, register_task
 
-from .common import BBHBase, macro_group
+from .common import BBHBase
 from .data import bbh_source
 
 _L = tuple(f"({c})" for c in "ABCDEFGHIJKLMNOPQR")

@@ -28,7 +28,7 @@ from evalkit.scoring.metric import Metric, MetricGroup
 from evalkit.scoring.stats import mean_metric
 from evalkit.taskapi.data import DataSource, FieldError
 from evalkit.taskapi.requests import GenParams
-from evalkit.taskapi.task import Doc, GenerationTask, Scored, limit_count, register_task
+from evalkit.taskapi.task import Doc, GenerationTask, Scored, first_of_each_group, register_task
 
 from evalkit.taskapi.agent import canonical_json
 from evalkit.taskapi.requests import ToolChatRequest
@@ -157,12 +157,7 @@ class BFCLTask(GenerationTask):
 
 def first_of_each_category(docs: Sequence[Doc], limit) -> list[Doc]:
     """The first ``limit`` docs of each category (a fraction below 1: of each category's)."""
-    if limit is None:
-        return list(docs)
-    per = defaultdict(list)
-    for d in docs:
-        per[d.meta["category"]].append(d)
-    return [d for ds in per.values() for d in ds[:limit_count(limit, len(ds))]]
+    return first_of_each_group(docs, limit, lambda d: d.meta["category"])
 
 
 def _metrics_of(category: str) -> tuple:
