@@ -1,9 +1,10 @@
 """A suite's summary over a finished run: the leaderboard-v2 normalised scores (``evalkit.scoring.
 leaderboard_v2``) built from the run's per-item rows of the tasks the suite names as its benchmarks.
 
-A row gives its subtask (lm-eval's leaf, ``extra.lm_eval.task``; otherwise the task itself), its
-metric values (the row's ``metrics``, else lm-eval's raw ``extra.lm_eval.values``: IFEval's
-instruction-level list) and its number of choices (the multiple-choice continuations).
+A row gives its subtask (lm-eval's leaf, ``extra.lm_eval.task``; a native task's
+``extra.subtask``; otherwise the task itself), its metric values (the row's ``metrics``, else
+lm-eval's raw ``extra.lm_eval.values``: IFEval's instruction-level list) and its number of choices
+(lm-eval's multiple-choice continuations, or a native task's one loglikelihood per option).
 """
 from __future__ import annotations
 
@@ -36,9 +37,10 @@ def bench_rows(kind: str, task: str, rows) -> leaderboard_v2.Bench:
             item[name] = v
         if kind == "ifeval" and not isinstance(item["inst_level_strict_acc"], list):
             item["inst_level_strict_acc"] = [item["inst_level_strict_acc"]]
-        conts = lm.get("continuations")
+        conts = lm.get("continuations") if lm else row.get("responses")  # lm-eval's options, or one answer each
         item["n_choices"] = len(conts) if isinstance(conts, list) else 0
-        bench.subtasks.setdefault(lm.get("task") or task, []).append(item)
+        subtask = lm.get("task") or (row.get("extra") or {}).get("subtask") or task
+        bench.subtasks.setdefault(subtask, []).append(item)
     return bench
 
 
