@@ -2,8 +2,8 @@
 
 The normalisation is checked against the leaderboard's published formula on hand-worked values
 (huggingface.co/docs/leaderboards/open_llm_leaderboard/normalization: its GPQA and MuSR examples);
-a suite of two leaderboard benchmarks (lm-eval's ``leaderboard_bbh``, all 24 subtasks, and
-``leaderboard_ifeval``, on local copies in the hub layout) runs through the CLI's config and the
+a suite of three leaderboard benchmarks (lm-eval's ``leaderboard_bbh``, all 24 subtasks,
+``leaderboard_ifeval`` and ``leaderboard_math_hard``, on local copies in the hub layout) runs through the CLI's config and the
 engine on a scripted model, and its figures equal the formula applied to lm-eval's own per-subtask
 results and choice lists.
 """
@@ -107,7 +107,7 @@ class Scripted(Backend):
 def hub(tmp_path_factory, shared_data):
     pytest.importorskip("lm_eval")
     root = tmp_path_factory.mktemp("hub")
-    for name in ("bbh", "ifeval"):
+    for name in ("bbh", "ifeval", "math"):
         subprocess.run(["python", "-m", "evalkit.tasks.lm_eval_catalog.hub_layouts", name, str(shared_data),
                         str(root / name)], check=True, capture_output=True)
     return root
@@ -121,17 +121,21 @@ def test_a_suite_runs_and_its_figures_are_the_formula_on_lm_evals_results(hub, t
     suite = tmp_path / "two.toml"
     suite.write_text('summary = "leaderboard-v2"\ngen_kwargs = {max_tokens = 16}\n'
                      '[[task]]\nname = "lm-eval:leaderboard_bbh"\nleaderboard_v2 = "bbh"\n'
-                     '[[task]]\nname = "lm-eval:leaderboard_ifeval"\nleaderboard_v2 = "ifeval"\n')
+                     '[[task]]\nname = "lm-eval:leaderboard_ifeval"\nleaderboard_v2 = "ifeval"\n'
+                     '[[task]]\nname = "lm-eval:leaderboard_math_hard"\nleaderboard_v2 = "math_hard"\n')
     args = build_parser().parse_args(["run", "--model", "hf:x", "--suite", str(suite), "--limit", "3",
                                       "--data", f"lm-eval:leaderboard_bbh={hub / 'bbh'}",
-                                      "--data", f"lm-eval:leaderboard_ifeval={hub / 'ifeval'}"])
+                                      "--data", f"lm-eval:leaderboard_ifeval={hub / 'ifeval'}",
+                                      "--data", f"lm-eval:leaderboard_math_hard={hub / 'math'}"])
     config = build_config(args)
-    assert config.tasks == ["lm-eval:leaderboard_bbh", "lm-eval:leaderboard_ifeval"]
+    assert config.tasks == ["lm-eval:leaderboard_bbh", "lm-eval:leaderboard_ifeval", "lm-eval:leaderboard_math_hard"]
     assert config.gen_overrides == {"max_tokens": 16} and config.suite["benchmarks"]["lm-eval:leaderboard_bbh"] == "bbh"
     run = evaluate(Scripted(), config, NullCache(), None, progress=False)
     out = summarize(suites.load_suite(config.suite["path"]), run.samples, config.seed)
     figures = out["leaderboard_v2"]
-    assert out["missing"] == ["math_hard", "gpqa", "musr", "mmlu_pro"] and "average" not in figures
+    assert out["missing"] == ["gpqa", "musr", "mmlu_pro"] and "average" not in figures
+    math = run.tasks["lm-eval:leaderboard_math_hard"].metrics["exact_match"]
+    assert figures["math_hard"].value == pytest.approx(math.value * 100) and figures["math_hard"].n == 21
     # bbh by hand: lm-eval's per-subtask acc_norm (the run's breakdowns), baseline 1 / its choice list's length
     configs = Path(lm_eval.__file__).parent / "tasks" / "leaderboard" / "bbh_mc"
     breakdowns = run.tasks["lm-eval:leaderboard_bbh"].breakdowns
@@ -146,4 +150,4 @@ def test_a_suite_runs_and_its_figures_are_the_formula_on_lm_evals_results(hub, t
     ife = run.tasks["lm-eval:leaderboard_ifeval"].metrics
     assert figures["ifeval"].value == pytest.approx(
         (ife["prompt_level_strict_acc"].value + ife["inst_level_strict_acc"].value) * 50)
-    assert "bbh" in format_suite(out) and "not run: math_hard" in format_suite(out)
+    assert "bbh" in format_suite(out) and "not run: gpqa" in format_suite(out)
