@@ -27,7 +27,7 @@ from evalkit.run.runner import RunConfig, evaluate
 
 TOP_KEYS = {"baseline", "baseline_model", "baseline_model_args", "tasks", "limit", "seed", "num_fewshot",
             "apply_chat_template", "system_prompt", "include_path", "data", "fewshot_data", "task_args", "gen_kwargs",
-            "output", "cache_dir", "candidate", "compare", "shard"}
+            "output", "cache_dir", "candidate", "compare", "shard", "suite"}
 CANDIDATE_KEYS = {"model", "model_args", "gen_kwargs", "run"}
 GEN_KEYS = {"max_tokens", "temperature", "top_p", "n", "seed", "top_k", "min_p", "repetition_penalty"}  # as run's
 
@@ -83,6 +83,7 @@ TYPES = {  # key: (check, what it must be)
     "baseline_model": (lambda v: isinstance(v, str), "a string BACKEND:MODEL"),
     "baseline_model_args": _KV, "gen_kwargs": _KV,
     "tasks": (_strs, "a string or a list of strings"),
+    "suite": (lambda v: isinstance(v, str), "a string (a suite name, or a .toml file)"),
     "limit": (lambda v: _int(v) and v >= 1, "an integer >= 1"),
     "seed": (_int, "an integer"),
     "num_fewshot": (lambda v: _int(v) and v >= 0, "an integer >= 0"),
@@ -205,18 +206,29 @@ def config_from_record(rec, cfg: dict) -> RunConfig:
 
 
 def config_from_toml(cfg: dict) -> RunConfig:
-    """Settings for a ``baseline_model`` gate, where no record pins them."""
-    if not cfg.get("tasks"):
-        raise EvalkitError("with baseline_model the config must list `tasks`")
-    tasks = registry.expand(cfg["tasks"] if isinstance(cfg["tasks"], list) else [cfg["tasks"]])
+    """Settings for a ``baseline_model`` gate, where no record pins them; ``suite`` adds its tasks
+    and settings (the config's own win) and its summary to both runs."""
+    suite = None
+    if cfg.get("suite"):
+        from evalkit.run.suites import load_suite
+        name = cfg["suite"]
+        suite = load_suite(_path(cfg, name) if name.endswith(".toml") else name)
+    if not cfg.get("tasks") and suite is None:
+        raise EvalkitError("with baseline_model the config must list `tasks` (or name a `suite`)")
+    listed = cfg.get("tasks") or []
+    tasks = registry.expand((suite.task_names() if suite else []) + (listed if isinstance(listed, list) else [listed]))
+    st = suite.settings if suite else {}
     shard = cfg.get("shard")
     return RunConfig(tasks=tasks, limit=cfg.get("limit"), seed=int(cfg.get("seed", 1234)),
-                     num_fewshot=cfg.get("num_fewshot"), apply_chat_template=bool(cfg.get("apply_chat_template")),
-                     system_prompt=cfg.get("system_prompt"),
+                     num_fewshot=cfg.get("num_fewshot", st.get("num_fewshot")),
+                     apply_chat_template=bool(cfg.get("apply_chat_template", st.get("apply_chat_template"))),
+                     fewshot_as_multiturn=st.get("fewshot_as_multiturn"), system_prompt=cfg.get("system_prompt"),
                      data_paths={k: _path(cfg, v) for k, v in cfg.get("data", {}).items()},
                      fewshot_paths={k: _path(cfg, v) for k, v in cfg.get("fewshot_data", {}).items()},
-                     task_options={k: _kv(v) for k, v in cfg.get("task_args", {}).items()},
-                     gen_overrides=_kv(cfg.get("gen_kwargs")), shard=tuple(shard) if shard else None, tags=["gate"])
+                     task_options={**{t.name: dict(t.task_args) for t in (suite.tasks if suite else ()) if t.task_args},
+                                   **{k: _kv(v) for k, v in cfg.get("task_args", {}).items()}},
+                     gen_overrides={**st.get("gen_kwargs", {}), **_kv(cfg.get("gen_kwargs"))},
+                     shard=tuple(shard) if shard else None, tags=["gate"], suite=suite.to_record() if suite else None)
 
 
 def run_model(spec: str, model_args: dict, config: RunConfig, cache, output: str) -> str:

@@ -93,6 +93,9 @@ def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "res
                   timings={"prepare_s": round(t_prep - t0, 3), "model_s": round(t_model - t_prep, 3),
                            "score_s": round(time.time() - t_model, 3), "total_s": round(time.time() - t0, 3)},
                   reward_model=reward_model)
+    if config.suite:  # --suite: its summary (the leaderboard-v2 normalised scores) from the rows
+        from evalkit.run.suite_summary import summarize
+        run.suite = summarize(config.suite, rows, config.seed)
     if output_dir:
         run.path = str(write_run(output_dir, run, rows))
     run.samples = rows

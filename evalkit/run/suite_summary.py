@@ -8,7 +8,7 @@ lm-eval's raw ``extra.lm_eval.values``: IFEval's instruction-level list) and its
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import Mapping
 
 from evalkit.scoring import leaderboard_v2
 
@@ -44,13 +44,14 @@ def bench_rows(kind: str, task: str, rows) -> leaderboard_v2.Bench:
     return bench
 
 
-def summarize(suite, samples: Mapping[str, list], seed: int = 1234, replicates: int = 1000) -> Optional[dict]:
-    """The record's ``suite`` entry: the suite, and with ``summary = "leaderboard-v2"`` its figures
-    (percent, with CIs) and the benchmarks that did not run."""
-    out = suite.to_record()
-    if suite.summary != "leaderboard-v2":
+def summarize(suite: dict, samples: Mapping[str, list], seed: int = 1234, replicates: int = 1000) -> dict:
+    """The record's ``suite`` entry from the suite's own entry (``Suite.to_record``: name, path,
+    summary, tasks, benchmarks): with ``summary = "leaderboard-v2"`` its figures (percent, with CIs)
+    and the benchmarks that did not run are added."""
+    out = dict(suite)
+    if suite.get("summary") != "leaderboard-v2":
         return out
-    benches = {kind: bench_rows(kind, task, samples[task]) for task, kind in suite.benchmarks().items()
+    benches = {kind: bench_rows(kind, task, samples[task]) for task, kind in (suite.get("benchmarks") or {}).items()
                if samples.get(task)}
     out["leaderboard_v2"] = leaderboard_v2.summary(benches, replicates, seed)
     out["missing"] = [k for k in leaderboard_v2.KINDS if k not in benches]

@@ -131,7 +131,8 @@ def test_a_suite_runs_and_its_figures_are_the_formula_on_lm_evals_results(hub, t
     assert config.tasks == ["lm-eval:leaderboard_bbh", "lm-eval:leaderboard_ifeval", "lm-eval:leaderboard_math_hard"]
     assert config.gen_overrides == {"max_tokens": 16} and config.suite["benchmarks"]["lm-eval:leaderboard_bbh"] == "bbh"
     run = evaluate(Scripted(), config, NullCache(), None, progress=False)
-    out = summarize(suites.load_suite(config.suite["path"]), run.samples, config.seed)
+    out = run.suite
+    assert out == summarize(config.suite, run.samples, config.seed)
     figures = out["leaderboard_v2"]
     assert out["missing"] == ["gpqa", "musr", "mmlu_pro"] and "average" not in figures
     math = run.tasks["lm-eval:leaderboard_math_hard"].metrics["exact_match"]
@@ -151,3 +152,21 @@ def test_a_suite_runs_and_its_figures_are_the_formula_on_lm_evals_results(hub, t
     assert figures["ifeval"].value == pytest.approx(
         (ife["prompt_level_strict_acc"].value + ife["inst_level_strict_acc"].value) * 50)
     assert "bbh" in format_suite(out) and "not run: gpqa" in format_suite(out)
+
+
+def test_a_gate_config_takes_a_suite(tmp_path):
+    from evalkit.cli.gate import config_from_toml, load_config
+    (tmp_path / "mine.toml").write_text('summary = "leaderboard-v2"\napply_chat_template = true\n'
+                                        'gen_kwargs = {max_tokens = 32}\n'
+                                        '[[task]]\nname = "lm-eval:leaderboard_bbh"\nleaderboard_v2 = "bbh"\n')
+    gate = tmp_path / "gate.toml"
+    gate.write_text('baseline_model = "hf:smollm2-135m"\nsuite = "mine.toml"\ntasks = ["gsm8k"]\nlimit = 2\n'
+                    'gen_kwargs = "temperature=0"\n')
+    config = config_from_toml(load_config(str(gate)))
+    assert config.tasks == ["lm-eval:leaderboard_bbh", "gsm8k"] and config.apply_chat_template
+    assert config.gen_overrides == {"max_tokens": 32, "temperature": 0} or config.gen_overrides == {
+        "max_tokens": 32, "temperature": "0"}
+    assert config.suite["benchmarks"] == {"lm-eval:leaderboard_bbh": "bbh"} and config.to_record()["suite"]
+    gate.write_text('baseline_model = "hf:smollm2-135m"\nsuite = "nope"\n')
+    with pytest.raises(ValueError, match="no such suite"):
+        config_from_toml(load_config(str(gate)))
