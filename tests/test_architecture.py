@@ -35,6 +35,8 @@ FORBIDDEN = {
     "evalkit.fixtures": ("evalkit.cli", "evalkit.run", "evalkit.tasks"),
     # lm-eval's files in and out: records and the task API only (the catalog adapter is a task)
     "evalkit.lm_eval_io": ("evalkit.tasks", "evalkit.backends", "evalkit.run", "evalkit.cli", "evalkit.dashboards"),
+    # Inspect's logs in and out: records and the task API only (and lm-eval's doc lookup it shares)
+    "evalkit.inspect_io": ("evalkit.tasks", "evalkit.backends", "evalkit.run", "evalkit.cli", "evalkit.dashboards"),
     # BFCL's decoding and checking run no model: the task API, scoring and util, and the sandbox where
     # its multi-turn APIs and checker run the model's calls (multi_turn_env)
     "evalkit.tasks.bfcl": ("evalkit.backends", "evalkit.run", "evalkit.cli", "evalkit.judges", "evalkit.dashboards",

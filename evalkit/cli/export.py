@@ -3,6 +3,8 @@
 ``lm-eval``: ``DIR/<model>/results_<date>.json`` and ``samples_<task>_<date>.jsonl`` as lm-eval
 0.4.x writes them (metrics as ``METRIC,FILTER`` with stderr; one sample line per doc and filter),
 so tools that read lm-eval's output read evalkit's. ``evalkit import lm-eval DIR`` reads it back.
+``inspect``: one Inspect eval log per task in DIR (``--log-format eval|json``), for ``inspect view``;
+``evalkit import inspect DIR`` reads it back.
 """
 from __future__ import annotations
 
@@ -10,10 +12,12 @@ import argparse
 
 
 def register(sub):
-    p = sub.add_parser("export", help="write a run record in another harness's layout (lm-eval)",
+    p = sub.add_parser("export", help="write a run record in another harness's layout (lm-eval, inspect)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run", metavar="RUN", help="run record folder (results/<run-id>)")
-    p.add_argument("--format", required=True, choices=["lm-eval"], help="target layout")
+    p.add_argument("--format", required=True, choices=["lm-eval", "inspect"], help="target layout")
+    p.add_argument("--log-format", choices=["eval", "json"], default="eval",
+                   help="inspect: Inspect's log file format (default eval)")
     p.add_argument("--output", required=True, metavar="DIR", help="folder to write into")
     p.add_argument("--tasks", default=None, help="comma-separated subset of the run's tasks")
     p.set_defaults(func=run)
@@ -27,6 +31,9 @@ def run(args) -> int:
     missing = [t for t in tasks or [] if t not in rec.tasks]
     if missing:
         raise ValueError(f"--tasks: the run {rec.path} has no task {', '.join(missing)} (it has {', '.join(rec.tasks)})")
+    if args.format == "inspect":  # one Inspect log per task (evalkit.inspect_io)
+        from evalkit.cli.inspect_logs import run_export
+        return run_export(rec, args, tasks)
     path = export_run(rec, args.output, tasks)
     print(f"wrote {path} (+ {len(tasks or rec.tasks)} samples file(s))")
     return 0

@@ -16,7 +16,7 @@ from evalkit.cli.run import parse_data_paths
 
 
 def register(sub):
-    p = sub.add_parser("import", help="read another harness's results into run records (lm-eval)",
+    p = sub.add_parser("import", help="read another harness's results into run records (lm-eval, inspect)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     fmt = p.add_subparsers(dest="source", metavar="SOURCE")
     fmt.required = True
@@ -33,6 +33,8 @@ def register(sub):
                    help="import figures that contradict their samples (the samples' mean is kept) and docs that "
                         "are not the mapped evalkit task's (recorded under lm-eval's name), with a note each")
     q.set_defaults(func=run)
+    from evalkit.cli.inspect_logs import add_import_parser
+    add_import_parser(fmt, _task_map)
 
 
 def _task_map(items) -> dict:

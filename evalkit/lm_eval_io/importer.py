@@ -30,7 +30,7 @@ from evalkit.scoring.stats import mean_metric
 log = logging.getLogger(__name__)
 
 
-def _evalkit_docs(ek_task: str, data_path: Optional[str]):
+def evalkit_docs(ek_task: str, data_path: Optional[str]):
     """(task instance, its evaluation docs) or (None, reason)."""
     try:
         task = registry.get_task_class(ek_task)(data_path=data_path)
@@ -81,7 +81,7 @@ def _aggregation(cfg: dict, metric: str) -> Optional[str]:
     return "mean" if metric in MEAN_METRICS else None
 
 
-def _contradiction(what: str, fix: str, kept: str, allow: bool, notes: list) -> None:
+def contradiction(what: str, fix: str, kept: str, allow: bool, notes: list) -> None:
     """Files that contradict themselves: an error naming the fix, or (``--allow-mismatch``) a note."""
     if not allow:
         raise EvalkitError(f"{what}; {fix}")
@@ -106,7 +106,7 @@ def import_task(out: LmEvalOutput, lm_task: str, ek_task: Optional[str], data_pa
     meta = cfg.get("metadata") if isinstance(cfg.get("metadata"), dict) else {}
     data_path = data_path or (meta.get("evalkit_data_source") if exported else None)
     if ek_task and not exported:
-        task, docs = _evalkit_docs(ek_task, data_path)
+        task, docs = evalkit_docs(ek_task, data_path)
         if task is None:
             notes.append(f"{lm_task}: evalkit task {ek_task}'s data could not be read ({docs}); "
                          f"rows keep lm-eval's doc ids and will not pair with evalkit runs")
@@ -152,7 +152,7 @@ def import_task(out: LmEvalOutput, lm_task: str, ek_task: Optional[str], data_pa
     if mismatched:
         what = (f"{out.samples_paths.get(lm_task, lm_task)}: {mismatched} of {len(rows)} docs are not evalkit "
                 f"{ek_task}'s doc at the same position (another task or other data?)")
-        _contradiction(what, f"check --task-map and --data, or pass --allow-mismatch to import it as lm-eval's "
+        contradiction(what, f"check --task-map and --data, or pass --allow-mismatch to import it as lm-eval's "
                              f"{lm_task}", f"imported as lm-eval's {lm_task}, those docs keep lm-eval's doc ids",
                        allow_mismatch, notes)
         task = None
@@ -172,7 +172,7 @@ def import_task(out: LmEvalOutput, lm_task: str, ek_task: Optional[str], data_pa
             if abs(mean - float(value)) > 1e-9 + 1e-6 * abs(mean):
                 what = (f"{out.results_path}: {lm_task} {key} = {float(value):g}, but the mean of its {len(vals)} "
                         f"samples is {mean:g}")
-                _contradiction(what, "files from different runs? Pass --allow-mismatch to keep the samples' mean",
+                contradiction(what, "files from different runs? Pass --allow-mismatch to keep the samples' mean",
                                "the samples' mean is kept", allow_mismatch, notes)
                 value = mean
         stderr = res["results"][lm_task].get(f"{m}_stderr,{filt}" if "," in key else f"{m}_stderr")

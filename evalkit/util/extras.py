@@ -22,6 +22,7 @@ EXTRA_OF = {
     "huggingface_hub": "hub",
     "mlflow": "mlflow", "wandb": "wandb",
     "streamlit": "dashboard", "altair": "dashboard",
+    "inspect_ai": "inspect",
     "tree_sitter": "bfcl", "tree_sitter_java": "bfcl", "tree_sitter_javascript": "bfcl",
 }
 
