@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from evalkit.lm_eval_io import catalog_export
-from evalkit.lm_eval_io.samples import RENAMES
+from evalkit.lm_eval_io.samples import ENTRY_FIGURES, EXTRACTED_KEYS, RENAMES
 from evalkit.records import RunRecord, TaskEntry, atomic_write_text
 
 LM_TYPES = {"multiple_choice": "multiple_choice", "generate": "generate_until",
@@ -100,7 +100,8 @@ def sample_lines(rec: RunRecord, task: str, docs: dict) -> list[dict]:
         target = row.get("target")
         base_id = row.get("doc_index") if isinstance(row.get("doc_index"), int) else lm.get("doc_id", i)
         for filt, values in (by_filter or {"none": {}}).items():
-            fv = extracted.get(filt) if isinstance(extracted, dict) else extracted
+            fv = extracted.get(filt, extracted.get(EXTRACTED_KEYS.get(filt))) if isinstance(extracted, dict) \
+                else extracted
             resps, filtered = _resps(row, ot, fv if ot == "generate" and not isinstance(fv, (dict, list)) else None)
             line = {"doc_id": base_id, "doc": lm_doc, "target": target if isinstance(target, str) else json.dumps(target),
                     "arguments": args, "resps": resps, "filtered_resps": filtered, "filter": filt,
@@ -141,9 +142,11 @@ def results_object(rec: RunRecord, date: str) -> dict:
         configs[task] = {**(lm.get("config") or {}), "task": task,
                          "output_type": LM_TYPES.get(t.output_type, t.output_type),
                          "num_fewshot": t.num_fewshot, "description": t.description,
+                         **metric_and_filter_lists(t),
                          "metadata": {"version": t.version, "evalkit_prompt_hash": t.prompt_hash,
                                       "evalkit_data_source": t.data_source,
-                                      "evalkit_metrics": {k: v.to_dict() for k, v in t.metrics.items()}}}
+                                      "evalkit_metrics": {k: v.to_dict() for k, v in t.metrics.items()},
+                                      **entry_figures(t)}}
         versions[task] = t.version
         nshot[task] = t.num_fewshot
         nsamples[task] = {"original": t.n_docs, "effective": t.n_docs}
@@ -164,6 +167,28 @@ def results_object(rec: RunRecord, date: str) -> dict:
             "total_evaluation_time_seconds": str(run.timings.get("total_s", "")),
             "evalkit": {"run_id": run.run_id, "kind": run.kind, "created_at": run.created_at,
                         "versions": run.versions}}
+
+
+def metric_and_filter_lists(t: TaskEntry) -> dict:
+    """lm-eval's ``metric_list`` and ``filter_list`` of a task config (what its tools read, e.g.
+    the Zeno upload script), from the task's metrics."""
+    metrics, filters = {}, []
+    for name, mv in t.metrics.items():
+        m, filt = lm_metric(name, t)
+        metrics.setdefault(m, {"metric": m, "aggregation": "mean", "higher_is_better": mv.higher_is_better})
+        if filt != "none" and filt not in filters:
+            filters.append(filt)
+    return {"metric_list": list(metrics.values()),
+            **({"filter_list": [{"name": f, "filter": []} for f in filters]} if filters else {})}
+
+
+def entry_figures(t: TaskEntry) -> dict:
+    out = {}
+    for key in ENTRY_FIGURES:
+        value = getattr(t, key)
+        if value:
+            out[f"evalkit_{key}"] = json.loads(json.dumps(value, default=lambda o: o.to_dict()))
+    return out
 
 
 def sanitize(name: str) -> str:

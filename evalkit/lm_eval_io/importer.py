@@ -199,7 +199,8 @@ def import_task(out: LmEvalOutput, lm_task: str, ek_task: Optional[str], data_pa
         num_fewshot=n_shot if isinstance(n_shot, int) else None, n_docs=len(rows),
         dataset_fingerprint=hashes.dataset_fingerprint(rows), prompt_hash=hashes.prompt_hash(rows),
         data_source=(data_path if task is not None or exported else None) or cfg.get("dataset_path"),
-        metrics=metrics, samples_file=samples_filename(record_name), extra={"lm_eval": lm_info})
+        metrics=metrics, samples_file=samples_filename(record_name), extra={"lm_eval": lm_info},
+        **({k: meta[f"evalkit_{k}"] for k in S.ENTRY_FIGURES if f"evalkit_{k}" in meta} if exported else {}))
     return record_name, entry, rows, notes
 
 

@@ -13,6 +13,10 @@ import math
 #: (lm-eval metric, filter) -> evalkit's name for it
 RENAMES = {("exact_match", "strict-match"): "exact_match_strict",
            ("exact_match", "flexible-extract"): "exact_match_flexible"}
+#: a task entry's figures beside its metrics, kept in an exported config's metadata for the way back
+ENTRY_FIGURES = ("breakdowns", "budget", "verifier_hash", "best_of_n", "grpo")
+#: lm-eval's filter names -> the keys evalkit's tasks give their extracted answers under
+EXTRACTED_KEYS = {"strict-match": "strict", "flexible-extract": "flexible"}
 _SAMPLE_FIELDS = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics",
                   "doc_hash", "prompt_hash", "target_hash", "evalkit"}
 #: lm-eval output types -> evalkit's
@@ -105,5 +109,5 @@ def extracted_of(lines: list[dict], output_type: str, responses: list):
     if output_type in ("multiple_choice", "loglikelihood") and responses:
         return max(range(len(responses)), key=lambda i: responses[i][0])
     filtered = {ln.get("filter", "none"): ln.get("filtered_resps") for ln in lines}
-    vals = {f: (v[0] if isinstance(v, list) and v else v) for f, v in filtered.items()}
+    vals = {EXTRACTED_KEYS.get(f, f): (v[0] if isinstance(v, list) and v else v) for f, v in filtered.items()}
     return next(iter(vals.values())) if len(vals) == 1 else vals
