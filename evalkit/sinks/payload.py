@@ -103,7 +103,7 @@ def build(path, samples: bool = True) -> Payload:
               **_flat({k: v for k, v in model.items() if k != "identity"}, "model."),
               **{f"task.{t}.{k}": e[k] for t, e in run.tasks.items()
                  for k in ("version", "n_docs", "prompt_hash", "dataset_fingerprint", "data_source", "num_fewshot")},
-              "run_id": run.run_id, "schema_version": run.schema_version, "git_sha": run.git_sha}
+              "run_id": run.run_id, "schema_version": run.schema_version}
     tags = {"evalkit.run_id": run.run_id, "evalkit.model": str(model.get("name")),
             "evalkit.backend": str(model.get("backend")), "evalkit.tasks": ",".join(run.tasks)}
     for tag in run.config.get("tags") or []:
@@ -115,4 +115,6 @@ def build(path, samples: bool = True) -> Payload:
         f = rec.samples_path(t)
         if f.exists() and not _redacted_task(t):
             files[f.name] = f
-    return Payload(run.run_id, name, metrics, scrub(params), tags, scrub(rec.data), tables, files, run)
+    # no git metadata leaves the machine: the record's commit hash stays in the local run.json
+    run_json = {k: v for k, v in scrub(rec.data).items() if k != "git_sha"}
+    return Payload(run.run_id, name, metrics, scrub(params), tags, run_json, tables, files, run)

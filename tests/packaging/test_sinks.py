@@ -16,6 +16,9 @@ SECRET = "sk-evalkitTESTsecret0123456789"
 HF_SECRET = "hf_evalkitTESTsecret0123456789"
 
 
+GIT_SHA = "5eed5eed0123456789abcdef0123456789abcdef"
+
+
 @pytest.fixture
 def record(tmp_path, monkeypatch):
     """A two-task record; its model block carries an API key as an old record might have."""
@@ -28,6 +31,7 @@ def record(tmp_path, monkeypatch):
     path = make_run(tmp_path / "results", "run-sinks", {"gsm8k": items, "judge_scores": cont})
     data = json.loads((path / "run.json").read_text())
     data["model"]["args"] = {"api_key": SECRET, "dtype": "bfloat16"}   # unscrubbed, as from an old writer
+    data["git_sha"] = GIT_SHA                                          # the commit the run was made at
     (path / "run.json").write_text(json.dumps(data))
     return path
 
@@ -43,10 +47,12 @@ def expected_metrics(path: Path) -> dict:
 
 
 def no_secret_below(folder: Path):
+    """No credential, and no git metadata (the README's promise), in anything a sink wrote."""
     for f in folder.rglob("*"):
         if f.is_file():
             blob = f.read_bytes()
             assert SECRET.encode() not in blob and HF_SECRET.encode() not in blob, f
+            assert GIT_SHA.encode() not in blob, f
 
 
 def test_mlflow_file_store_read_back(tmp_path, record):
