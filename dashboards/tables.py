@@ -19,6 +19,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from evalkit.scoring.budgets import WARN_SHARE
 from evalkit.records import MetricValue
 
 from .ranking import tied_ranks  # noqa: F401 (the rank rule, re-exported)
@@ -296,10 +297,13 @@ def judge_reliability(store) -> pd.DataFrame:
 BUDGET_COLUMNS = {"hit_token_limit": "hit max_tokens", "unclosed_trace": "unclosed trace", "no_answer": "no answer"}
 
 
-def budget_columns(store, sel: pd.DataFrame) -> pd.DataFrame:
+def budget_columns(store, sel: pd.DataFrame, metric: Optional[str] = None) -> pd.DataFrame:
     """The generation budget shares of each row's run and task (the record's ``budget``), as columns
-    beside the score; empty when no run recorded any (older records, non-generation tasks)."""
+    beside the score; empty when no run recorded any (older records, non-generation tasks). With
+    ``metric``: its score on finished and on truncated responses (text with CI and n) where more
+    than 5% of a run's responses stopped at max_tokens."""
     out = {label: [] for label in BUDGET_COLUMNS.values()}
+    split = {f"{metric} finished": [], f"{metric} truncated": []} if metric else {}
     for run_id, task in zip(sel["run_id"], sel["task"]):
         try:
             b = (store.record(run_id).tasks.get(task) or {}).get("budget") or {}
@@ -307,5 +311,11 @@ def budget_columns(store, sel: pd.DataFrame) -> pd.DataFrame:
             b = {}
         for key, label in BUDGET_COLUMNS.items():
             out[label].append(b.get(key))
+        figures = (b.get("split") or {}).get(metric) if (b.get("hit_token_limit") or 0) > WARN_SHARE else None
+        for part, col in zip(("finished", "truncated"), split):
+            mv = as_metric_value((figures or {}).get(part))
+            split[col].append(cell_text(mv.value, mv.ci_low, mv.ci_high, mv.n) if mv and mv.n else None)
     frame = pd.DataFrame(out, index=sel.index)
-    return frame if frame.notna().any().any() else frame.iloc[:, :0]
+    frame = frame if frame.notna().any().any() else frame.iloc[:, :0]
+    shown = {c: v for c, v in split.items() if any(x is not None for x in v)}
+    return pd.concat([frame, pd.DataFrame(shown, index=sel.index)], axis=1) if shown else frame

@@ -41,16 +41,19 @@ def render(store, filters: tables.Filters) -> None:
     st.caption(("higher is better" if hib else "lower is better") + " · " + tables.TIE_RULE)
     table = sel.sort_values(["rank", "value"], ascending=[True, not hib])[
         ["rank", "model", "value", "ci_low", "ci_high", "n", "run_id", "task"]]
-    budget = tables.budget_columns(store, table)  # shares that hit max_tokens, never closed a trace, ...
+    budget = tables.budget_columns(store, table, metric)  # shares that hit max_tokens, ...; finished/truncated
     table = pd.concat([table.drop(columns="task"), budget], axis=1)
+    shares = [c for c in budget.columns if c in tables.BUDGET_COLUMNS.values()]
     st.dataframe(table, hide_index=True, key="task_table", column_config={
         "rank": st.column_config.NumberColumn("rank", format="%d"),
         "model": st.column_config.TextColumn("model", pinned=True),
         "value": st.column_config.NumberColumn(f"{metric} {arrow}", format="%.4g"),
-        **{c: st.column_config.NumberColumn(c, format="percent") for c in budget.columns}})
+        **{c: st.column_config.NumberColumn(c, format="percent") for c in shares}})
     if len(budget.columns):
         st.caption("Budget columns: share of responses that stopped at max_tokens, never closed their reasoning "
-                   "trace, or had no parseable answer (from the samples)")
+                   "trace, or had no parseable answer (from the samples)"
+                   + ("; where over 5% stopped at max_tokens, the score on finished and on truncated responses"
+                      if len(shares) < len(budget.columns) else ""))
     render_breakdowns(store, cells, col, metric)
     render_grpo(store, cells, col)
     view_best_of_n.render(store, filters, col)

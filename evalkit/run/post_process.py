@@ -91,7 +91,7 @@ def group_figures(task: Task, entry: TaskEntry, rows: list[dict], config: RunCon
 
 def budgets(task: Task, entry: TaskEntry, rows: list[dict], config: RunConfig) -> None:
     from evalkit.scoring.budgets import task_budget
-    entry.budget = task_budget(rows)
+    entry.budget = task_budget(rows, task.higher_is_better_of)
 
 
 #: step 3, for generation tasks: (task, entry, rows, config) -> None, each writing into the entry

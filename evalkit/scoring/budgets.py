@@ -8,13 +8,19 @@ merged or rescored run reports the same figures as a fresh one; backend counters
 * ``mean_trace_chars`` / ``mean_answer_chars`` always, and ``mean_trace_tokens`` /
   ``mean_answer_tokens`` when every sample has token counts (``token_source`` says from where:
   the API's usage or the model's tokenizer);
-* ``usage``: prompt, completion and reasoning tokens summed over the samples that report them.
+* ``usage``: prompt, completion and reasoning tokens summed over the samples that report them;
+* ``split`` (when some responses stopped at ``max_tokens`` and some did not): per sample metric,
+  the mean on ``finished`` and on ``truncated`` samples, each with its CI, beside the ``overall``
+  one (olmo-eval #399: 0.956 on finished answers against 0.241 on truncated ones, hidden in one
+  average); ``split_warning`` says it in words when the truncated share is over 5%.
 
 ``warnings`` lists the shares over ``WARN_SHARE`` (5%) in plain words; ``evalkit run`` prints them.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
+
+from evalkit.scoring.stats import mean_metric
 
 WARN_SHARE = 0.05
 INVALID_MARKS = (None, "", "[invalid]")
@@ -38,7 +44,34 @@ def _answer_text(row: dict) -> str:
     return first if isinstance(first, str) else ""
 
 
-def task_budget(rows: list) -> Optional[dict]:
+def finish_split(gen: list, higher_is_better: Callable[[str], bool] = lambda m: True) -> dict:
+    """{metric: {overall, finished, truncated}}: each per-sample metric's mean (with CI) over all
+    generation rows, over those that finished and over those cut at max_tokens."""
+    cut = [r["extra"]["finish_reason"] == "length" for r in gen]
+    names = [m for m in (gen[0].get("metrics") or {})
+             if all(isinstance((r.get("metrics") or {}).get(m), (int, float)) for r in gen)]
+    out = {}
+    for m in names:
+        hib = higher_is_better(m)
+        vals = [float(r["metrics"][m]) for r in gen]
+        out[m] = {"overall": mean_metric(vals, hib),
+                  "finished": mean_metric([v for v, c in zip(vals, cut) if not c], hib),
+                  "truncated": mean_metric([v for v, c in zip(vals, cut) if c], hib)}
+    return out
+
+
+def split_warning(b: dict, metric: Optional[str] = None) -> Optional[str]:
+    """"exact_match 0.956 on 80 finished, 0.241 on 20 truncated (20%)" when over WARN_SHARE."""
+    split = b.get("split") or {}
+    if b.get("hit_token_limit", 0) <= WARN_SHARE or not split:
+        return None
+    m = metric if metric in split else next(iter(split))
+    f, t = split[m]["finished"], split[m]["truncated"]
+    return (f"{m} {f['value']:.3f} on {f['n']} finished responses, {t['value']:.3f} on {t['n']} truncated at "
+            f"max_tokens ({b['hit_token_limit']:.0%}): the average mixes the two")
+
+
+def task_budget(rows: list, higher_is_better: Callable[[str], bool] = lambda m: True) -> Optional[dict]:
     """The figures for one task's sample rows (None when no row is a generation)."""
     gen = [r for r in rows if isinstance(r.get("extra"), dict) and "finish_reason" in r["extra"]]
     if not gen:
@@ -71,12 +104,16 @@ def task_budget(rows: list) -> Optional[dict]:
                 usage[k] = usage.get(k, 0) + v
     if usage:
         out["usage"] = usage
+    if 0 < out["hit_token_limit"] < 1:
+        out["split"] = finish_split(gen, higher_is_better)
     out["warnings"] = warnings_of(out)
     return out
 
 
 def warnings_of(b: dict) -> list:
-    return [f"{b[k]:.0%} of {b['n']} responses {_WHAT[k]}" for k in SHARES if b.get(k, 0) > WARN_SHARE]
+    out = [f"{b[k]:.0%} of {b['n']} responses {_WHAT[k]}" for k in SHARES if b.get(k, 0) > WARN_SHARE]
+    split = split_warning(b)
+    return out + ([split] if split else [])
 
 
 def run_usage(tasks: dict) -> dict:

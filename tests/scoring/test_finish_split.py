@@ -1,0 +1,87 @@
+"""Scores on finished and on truncated answers (olmo-eval #399: 0.956 on finished, 0.241 on
+truncated, hidden in one average): a GSM8K run where a scripted model's answers are cut at
+max_tokens on some items, checked by hand; the warning `evalkit run` prints, and the task view's
+columns on the leaderboard."""
+from __future__ import annotations
+
+import pytest
+
+from evalkit.backends.base import Backend
+from evalkit.records import load_run
+from evalkit.run.cache import NullCache
+from evalkit.run.config import RunConfig
+from evalkit.run.runner import evaluate
+from evalkit.scoring.budgets import split_warning
+from evalkit.taskapi.requests import Completion
+
+
+class CutSome(Backend):
+    """Right answers that finish on items 0-11; the same text cut at max_tokens on items 12-15 (right
+    on 12 and 13 only: the answer made it before the cut); wrong and finished on 16-19."""
+
+    name = "cut-some"
+
+    def __init__(self, golds):
+        self.golds = golds
+
+    def identity(self):
+        return {"model": "cut-some"}
+
+    def loglikelihood(self, requests):
+        raise NotImplementedError
+
+    def generate(self, requests):
+        out = []
+        for r in requests:
+            i = next(k for k, q in enumerate(self.golds) if q[0] in r.prompt)
+            gold = self.golds[i][1]
+            if i < 12:
+                out.append([Completion(f"So it is {gold}.\n#### {gold}", "stop")])
+            elif i < 14:
+                out.append([Completion(f"#### {gold} and then the model goes on and on", "length")])
+            elif i < 16:
+                out.append([Completion("Let me think about this very carefully step by", "length")])
+            else:
+                out.append([Completion("#### 123456789", "stop")])
+        return out
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, shared_data):
+    import json
+    rows = [json.loads(x) for x in open(shared_data / "gsm8k" / "test.jsonl")][:20]
+    golds = [(r["question"], r["answer"].split("####")[-1].strip()) for r in rows]
+    out = tmp_path_factory.mktemp("split")
+    rec = evaluate(CutSome(golds), RunConfig(tasks=["gsm8k"], limit=20, num_fewshot=0,
+                                             data_paths={"gsm8k": str(shared_data / "gsm8k")}),
+                   NullCache(), str(out / "results"), progress=False)
+    return load_run(rec.path)
+
+
+def test_finished_and_truncated_scores_by_hand(run):
+    b = run.tasks["gsm8k"].budget
+    assert b["hit_token_limit"] == pytest.approx(4 / 20)
+    s = b["split"]["exact_match_strict"]
+    assert s["finished"]["n"] == 16 and s["finished"]["value"] == pytest.approx(12 / 16)
+    assert s["truncated"]["n"] == 4 and s["truncated"]["value"] == pytest.approx(2 / 4)
+    assert s["overall"]["value"] == pytest.approx(14 / 20) == run.metrics("gsm8k")["exact_match_strict"].value
+    for part in ("finished", "truncated"):
+        assert s[part]["ci_low"] <= s[part]["value"] <= s[part]["ci_high"]
+    assert split_warning(b, "exact_match_strict") == ("exact_match_strict 0.750 on 16 finished responses, 0.500 on 4 "
+                                                      "truncated at max_tokens (20%): the average mixes the two")
+    assert any("finished responses" in w for w in b["warnings"])              # what `evalkit run` prints
+
+
+def test_the_task_view_shows_the_split(run):
+    pytest.importorskip("streamlit")
+    import pandas as pd
+    from evalkit.dashboards import tables
+    from evalkit.dashboards.store import ResultsStore
+    store = ResultsStore(run.path.parent)
+    store.refresh()
+    sel = pd.DataFrame({"run_id": [run.run_id], "task": ["gsm8k"]})
+    cols = tables.budget_columns(store, sel, "exact_match_strict")
+    assert cols["exact_match_strict finished"].iloc[0].startswith("0.750 [")
+    assert cols["exact_match_strict truncated"].iloc[0].endswith("n=4")
+    assert "hit max_tokens" in cols and list(tables.budget_columns(store, sel).columns) == list(
+        tables.BUDGET_COLUMNS.values())                                        # no metric: shares only
