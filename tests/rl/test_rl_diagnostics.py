@@ -98,7 +98,9 @@ def test_real_model_run_with_n_samples(tmp_path, tiny_model_dir):
     from evalkit.rl import Verifier
     ver = Verifier("gsm8k", use_guards=False)
     for x in rows:
-        assert ver.verify(x["target"], x["responses"][0]).reward == x["metrics"]["exact_match_numeric"]
+        # n > 1: the row's metrics are means over the samples; each sample's own are in extra.repeats
+        first = x["extra"]["repeats"]["sample_metrics"][0]
+        assert ver.verify(x["target"], x["responses"][0]).reward == first["exact_match_numeric"]
     grpo = json.loads((run / "run.json").read_text())["tasks"]["gsm8k"]["grpo"]
     assert grpo["G"] == [3, 3] and grpo["figures"]["pass@3"]["value"] == pytest.approx(d["pass_at_k"][3])
     assert all(set(r["grpo"]) >= {"n", "n_correct", "pass_rate", "std"} for r in rows)

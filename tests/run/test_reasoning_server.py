@@ -87,7 +87,8 @@ def test_gsm8k_traces_with_wrong_answers_inside(form, gsm, tmp_path):
             rec3, rows3 = last_record(tmp_path)
             assert rec3["tasks"]["gsm8k"]["metrics"]["exact_match_strict"]["value"] == 0.0
             assert rec3["config"]["thinking"] == {"keep_thinking": True}
-            assert rec3["tasks"]["gsm8k"]["budget"] == b and len(srv.bodies) == served
+            shares = lambda x: {k: v for k, v in x.items() if k not in ("split", "warnings")}  # noqa: E731
+            assert shares(rec3["tasks"]["gsm8k"]["budget"]) == shares(b) and len(srv.bodies) == served  # scores moved
 
 
 def test_newer_reasoning_field_name_and_completions_endpoint(gsm, tmp_path):

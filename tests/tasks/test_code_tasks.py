@@ -262,7 +262,9 @@ def test_pass_at_k_from_many_samples(tmp_path):
                  "--task-args", "k=1+5+20", "--output", str(tmp_path / "o")]) == 0
     run = only_run(tmp_path / "o")
     m = run.tasks["humaneval"]["metrics"]
-    assert set(m) == {"pass@1", "pass@5"}  # 20 > n=10: not reported
+    assert set(m) == {"pass@1", "pass@5", "avg@10", "pass^1", "pass^5"}  # 20 > n=10: not reported
+    assert m["pass^5"]["value"] == pytest.approx((0 + 0 + 1) / 3)  # C(3,5) = 0: only the all-correct problem
+    assert m["avg@10"]["value"] == m["pass@1"]["value"]
     assert m["pass@1"]["value"] == pytest.approx((0 + 0.3 + 1) / 3)
     assert m["pass@5"]["value"] == pytest.approx((0 + pass_at_k(10, 3, 5) + 1) / 3)
     assert m["pass@1"]["n"] == 3  # only the problems present are scored
