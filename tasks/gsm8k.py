@@ -67,6 +67,8 @@ class GSM8K(GenerationTask):
     gen_params = GenParams(max_tokens=256, temperature=0.0, stop=("Question:", "</s>", "<|im_end|>"))
     strict_pattern = re.compile(r"#### (\-?[0-9\.\,]+)")
     metrics = (Metric("exact_match_strict"), Metric("exact_match_flexible"), Metric("exact_match_numeric"))
+    #: with --repeats: avg@K, pass@k, maj@K of the numeric match (as best-of-N's verdict)
+    repeat_metric = "exact_match_numeric"
 
     def record_to_doc(self, record, index):
         q, a = require(record, "question"), require(record, "answer")
