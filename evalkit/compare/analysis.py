@@ -196,6 +196,9 @@ def corpus_statistic(task: str, metric: str, options: Optional[dict] = None):
     fn = declared[metric].compute if metric in declared else getattr(cls, "corpus_metrics", {}).get(metric)
     if fn is not None:
         return fn
+    group = next((g for g in getattr(cls, "metrics", ()) if metric in (getattr(g, "names", None) or ())), None)
+    if group is not None and (group.estimate or group.compute):  # a MetricGroup figure (macro means, summaries)
+        return _group_statistic(group, metric)
     try:
         inst = cls(data_path=None, **(options or {}))
     except Exception as e:  # noqa: BLE001 - any construction failure means "cannot recompute"
@@ -211,12 +214,20 @@ def corpus_statistic(task: str, metric: str, options: Optional[dict] = None):
                           f"(add it to the task's corpus_metrics or give the task a corpus_statistic(metric) method)")
 
 
+def _group_statistic(group, metric: str):
+    """``list[Sample] -> float``: one figure of a task's ``MetricGroup``, recomputed on resampled items."""
+    if group.estimate is not None:
+        return lambda samples: float(group.estimate(samples)[metric].value)
+    return lambda samples: float(group.compute(group.items(samples) if group.items else samples)[metric])
+
+
 def compare_metric(t: AlignedTask, metric: str, opts: CompareOptions, primary: bool, n_tests: int) -> MetricComparison:
     info = t.metrics[metric]
+    recompute = info.kind == "corpus" or (info.kind != "mean" and not len(t.values(metric)[0]))
     sign = 1.0 if info.higher_is_better else -1.0
     rng = np.random.default_rng(derive_seed(opts.seed, t.name, metric, "compare"))
     tests = n_tests if primary else 1
-    if info.kind == "corpus":
+    if recompute:  # corpus metrics, and group figures (macro means) that no sample carries
         try:
             fn = corpus_statistic(t.name, metric, t.options)
         except NotResampleable as e:
