@@ -12,6 +12,8 @@ spelled out.
 # ruff: noqa
 import re
 
+from evalkit.scoring.math_equivalence import last_boxed_only_string  # the same loop as lm-eval's copy
+
 
 def extract(response: str) -> str:
     """The answer lm-eval's ``process_results`` compares with the target."""
@@ -63,36 +65,6 @@ def remove_boxed(s):
     assert s[-1] == "}"
 
     return s[len(left) : -1]
-
-
-def last_boxed_only_string(string):
-    idx = string.rfind("\\boxed")
-    if "\\boxed " in string:
-        return "\\boxed " + string.split("\\boxed ")[-1].split("$")[0]
-    if idx < 0:
-        idx = string.rfind("\\fbox")
-        if idx < 0:
-            return None
-
-    i = idx
-    right_brace_idx = None
-    num_left_braces_open = 0
-    while i < len(string):
-        if string[i] == "{":
-            num_left_braces_open += 1
-        if string[i] == "}":
-            num_left_braces_open -= 1
-            if num_left_braces_open == 0:
-                right_brace_idx = i
-                break
-        i += 1
-
-    if right_brace_idx is None:
-        retval = None
-    else:
-        retval = string[idx : right_brace_idx + 1]
-
-    return retval
 
 
 def fix_fracs(string):
