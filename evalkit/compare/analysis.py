@@ -32,6 +32,7 @@ from typing import Optional
 import numpy as np
 
 from evalkit.taskapi import registry
+from evalkit.compare.truncation import truncation_notes
 from evalkit.compare import paired, power
 from evalkit.compare.align import AlignedTask, NotComparable, align_runs, load
 from evalkit.compare.multiplicity import adjust
@@ -375,6 +376,7 @@ def compare_runs(baseline, candidate, opts: Optional[CompareOptions] = None) -> 
         notes.extend(t.notes)
     assign_verdicts(rows, opts.alpha, opts.correction)
     for t in aligned:
+        notes.extend(truncation_notes(t, [r for r in rows if r.task == t.name]))
         binaries = [r for r in rows if r.task == t.name and r.kind == "mean" and r.n and r.scale == 100
                     and paired.is_binary(*t.values(r.metric)[:2])]
         binaries.sort(key=lambda r: (not r.primary, -(r.details.get("right_to_wrong", 0) or 0)))

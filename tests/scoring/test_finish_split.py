@@ -85,3 +85,35 @@ def test_the_task_view_shows_the_split(run):
     assert cols["exact_match_strict truncated"].iloc[0].endswith("n=4")
     assert "hit max_tokens" in cols and list(tables.budget_columns(store, sel).columns) == list(
         tables.BUDGET_COLUMNS.values())                                        # no metric: shares only
+
+
+class Finishes(CutSome):
+    """Right on items 0-13 and wrong on 16-19, as CutSome, but every answer finishes (items 12-15 right)."""
+
+    name = "finishes"
+
+    def identity(self):
+        return {"model": "finishes"}
+
+    def generate(self, requests):
+        out = []
+        for r, c in zip(requests, super().generate(requests)):
+            i = next(k for k, q in enumerate(self.golds) if q[0] in r.prompt)
+            out.append([Completion(f"#### {self.golds[i][1]}", "stop")] if 12 <= i < 16 else c)
+        return out
+
+
+def test_compare_says_when_two_runs_differ_mainly_in_truncation(run, tmp_path, shared_data):
+    import json
+    from evalkit.compare.analysis import compare_runs
+    rows = [json.loads(x) for x in open(shared_data / "gsm8k" / "test.jsonl")][:20]
+    golds = [(r["question"], r["answer"].split("####")[-1].strip()) for r in rows]
+    base = evaluate(Finishes(golds), RunConfig(tasks=["gsm8k"], limit=20, num_fewshot=0,
+                                               data_paths={"gsm8k": str(shared_data / "gsm8k")}),
+                    NullCache(), str(tmp_path), progress=False)
+    c = compare_runs(base.path, run.path)
+    note = next(n for n in c.notes if "stopped at max_tokens" in n)
+    assert note.startswith("gsm8k: 20% of the candidate's responses stopped at max_tokens, 0% of the baseline's")
+    assert "on the 16 items both runs finished" in note and note.endswith("mainly truncation (raise max_tokens, "
+                                                                          "or compare finished answers)")
+    assert not [n for n in compare_runs(run.path, run.path).notes if "max_tokens" in n]   # same runs: nothing
