@@ -73,8 +73,13 @@ class OpenAIBackend(Backend):
                  reasoning_model="auto"):
         from evalkit.backends.openai_reasoning import ReasoningOptions
         self.reasoning = ReasoningOptions.make(model, reasoning_model, reasoning_effort, chat_template_kwargs)
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        self.model, self.base_url = model, base_url.rstrip("/")
+        base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
+        for tail in ("/chat/completions", "/completions"):  # an endpoint (lm-eval's base_url): the API root
+            if base_url.endswith(tail):
+                log.warning("openai backend: base_url ends in %s (an endpoint); using the API root above it", tail)
+                base_url = base_url[:-len(tail)]
+                break
+        self.model, self.base_url = model, base_url
         api_key = os.environ.get(api_key_env) if api_key_env else None
         if api_key_env and api_key_env != "OPENAI_API_KEY" and not api_key:
             raise ValueError(f"openai backend: api_key_env={api_key_env} but that environment variable is not set")

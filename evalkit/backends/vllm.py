@@ -139,7 +139,7 @@ class VLLMBackend(TokenizerMixin, Backend):
             with offline_cpu_binding(self._on_cpu):
                 try:
                     self._llm = LLM(**self.engine_args)
-                except (ValueError, RuntimeError) as e:
+                except Exception as e:  # noqa: BLE001 -- vLLM raises many kinds (EngineCore, OOM, asserts): one line
                     raise engine_start_error(e, self.engine_args) from e
         return self._llm
 

@@ -18,7 +18,7 @@
 #
 # Writes the Markdown verdict to $GITHUB_STEP_SUMMARY (when set), `exit-code`, `verdict`, `report`
 # and `junit` to $GITHUB_OUTPUT (when set), GitHub annotations to stdout, and exits like
-# `evalkit gate`: 0 no regression, 1 regression, 2 usage or input error.
+# `evalkit gate`: 0 no regression, 1 regression, 2 usage or input error or a crash (never 0 or 1).
 set -uo pipefail
 
 report_dir="${EVALKIT_REPORT_DIR:-evalkit-gate}"
@@ -89,6 +89,12 @@ fi
 echo "+ ${evalkit[*]} ${args[*]}" >&2
 "${evalkit[@]}" "${args[@]}"
 code=$?
+# A regression always writes its report; exit 1 without one is a crash (e.g. Python failing before
+# evalkit's own handler, which exits 2): an error, never "regression" (that a report-only job passes)
+if [ "$code" = 1 ] && [ ! -f "$report" ]; then
+  echo "::error title=evalkit gate::evalkit exited 1 without a report: a crash, not a regression; see the job log"
+  code=2
+fi
 
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
   if [ -f "$report" ]; then

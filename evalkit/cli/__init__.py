@@ -71,9 +71,26 @@ def lm_eval_argv(parser: argparse.ArgumentParser, argv: list) -> list:
     return lead + ["run"] + translate(rest[1:], known)
 
 
+def crashed(command, e: BaseException) -> int:
+    """An unexpected exception is a bug, not a verdict: its traceback, one line, exit 2 ("error"), never
+    1, which `compare`/`gate` (and the CI script) read as "regression"."""
+    traceback.print_exc()
+    who = f"evalkit {command}" if command else "evalkit"
+    print(f"{who}: internal error ({type(e).__name__}: {one_line(e)[:300]}); the traceback above is a bug "
+          f"in evalkit, please report it", file=sys.stderr)
+    return 2
+
+
 def main(argv=None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(argv)
+    except Exception as e:  # noqa: BLE001 -- before a command was chosen (a module that fails to import...)
+        return crashed(None, e)
+
+
+def _main(argv: list) -> int:
+    parser = build_parser()
     try:
         argv = lm_eval_argv(parser, argv)
     except EvalkitError as e:
@@ -94,12 +111,14 @@ def main(argv=None) -> int:
     except ModuleNotFoundError as e:   # an optional dependency of a slim install: name the extra
         msg = message_for(e.name or "")
         if msg is None:
-            raise
+            return crashed(args.command, e)
         print(f"evalkit {args.command}: error: {msg}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished work is in the cache, rerun to resume", file=sys.stderr)
         return 130
+    except Exception as e:  # noqa: BLE001 -- a crash exits 2 (error), whatever the command
+        return crashed(args.command, e)
 
 
 if __name__ == "__main__":

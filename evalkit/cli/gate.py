@@ -4,7 +4,8 @@ Reads a small TOML config, evaluates the candidate with exactly the baseline's s
 limit, seed, few-shot, chat template, data, task options, generation settings), writes its run
 record, compares it with the baseline and exits 0 (no regression), 1 (regression) or 2 (error).
 
-The baseline is either a pinned run record (``baseline = "results/<run-id>"``: never rerun) or a
+The baseline is either a pinned run record (``baseline = "results/<run-id>"``, or a folder holding one
+run: never rerun; ``--baseline`` on the command line needs no config) or a
 model (``baseline_model = "hf:..."``) evaluated through the response cache first, so an unchanged
 baseline costs no model calls. Relative paths in the config are relative to the config file.
 See docs/regression-gate.md for the format.
@@ -20,6 +21,7 @@ from evalkit.backends import make_backend, parse_model_args, split_spec
 from evalkit.run.cache import NullCache, ResponseCache
 from evalkit.cli import EvalkitError
 from evalkit.cli.compare import add_compare_args, emit, extra_reports, options_from
+from evalkit.cli.gate_inputs import check_data_source, run_folder
 from evalkit.compare import compare_runs
 from evalkit.compare.report import FORMATS
 from evalkit.records import load_run
@@ -180,7 +182,7 @@ def config_from_record(rec, cfg: dict) -> RunConfig:
     if "limit" in cfg and cfg["limit"] != rc.get("limit"):
         raise EvalkitError(f"config limit {cfg['limit']} differs from the baseline record's ({rc.get('limit')}); "
                            f"the candidate must see the same docs: drop `limit` or re-pin the baseline")
-    data_over = {k: _path(cfg, v) for k, v in cfg.get("data", {}).items()}
+    data_over = {**{k: _path(cfg, v) for k, v in cfg.get("data", {}).items()}, **cfg.get("_cli_data", {})}
     data, task_opts = {}, {}
     for t in tasks:
         td = rec.run.tasks[t]
@@ -189,6 +191,9 @@ def config_from_record(rec, cfg: dict) -> RunConfig:
         if t in data_over:
             data[t] = data_over[t]
         elif src and src != hub:
+            if cfg.get("_evaluates", True):   # the candidate will read it (a saved candidate reads nothing)
+                check_data_source(t, src, rec.path, f"--data {t}=PATH or [data] {t} = \"PATH\" in the gate "
+                                                    f"config (relative to the config file)")
             data[t] = src
         opts = td.config.get("options") or {}
         if opts:
@@ -223,7 +228,8 @@ def config_from_toml(cfg: dict) -> RunConfig:
                      num_fewshot=cfg.get("num_fewshot", st.get("num_fewshot")),
                      apply_chat_template=bool(cfg.get("apply_chat_template", st.get("apply_chat_template"))),
                      fewshot_as_multiturn=st.get("fewshot_as_multiturn"), system_prompt=cfg.get("system_prompt"),
-                     data_paths={k: _path(cfg, v) for k, v in cfg.get("data", {}).items()},
+                     data_paths={**{k: _path(cfg, v) for k, v in cfg.get("data", {}).items()},
+                                 **cfg.get("_cli_data", {})},
                      fewshot_paths={k: _path(cfg, v) for k, v in cfg.get("fewshot_data", {}).items()},
                      task_options={**{t.name: dict(t.task_args) for t in (suite.tasks if suite else ()) if t.task_args},
                                    **{k: _kv(v) for k, v in cfg.get("task_args", {}).items()}},
@@ -253,14 +259,18 @@ def run_model(spec: str, model_args: dict, config: RunConfig, cache, output: str
 def register(sub):
     p = sub.add_parser("gate", help="pre-merge regression gate: run the candidate like the baseline, then compare",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", required=True, help="gate config (TOML), see docs/regression-gate.md")
+    p.add_argument("--config", default=None,
+                   help="gate config (TOML), see docs/regression-gate.md; optional with --baseline")
     p.add_argument("--candidate", default=None, metavar="BACKEND:MODEL", help="the model to gate (or [candidate] model)")
     p.add_argument("--candidate-run", default=None, metavar="RUN_DIR",
                    help="a saved candidate run record: compare it instead of evaluating a model (or [candidate] run)")
     p.add_argument("--candidate-args", default=None, metavar="K=V,...", help="backend options for the candidate")
     p.add_argument("--gen-kwargs", default="", metavar="K=V,...",
                    help="candidate generation overrides on top of the baseline's (changes what is gated!)")
-    p.add_argument("--baseline", default=None, help="baseline run folder (overrides the config's)")
+    p.add_argument("--baseline", default=None,
+                   help="baseline run folder, or a folder holding one run (overrides the config's)")
+    p.add_argument("--data", action="append", default=[], metavar="TASK=PATH",
+                   help="read TASK's data from PATH (over the baseline record's and the config's)")
     p.add_argument("--output", default=None, help="results folder for new run records (default: config or results)")
     p.add_argument("--cache-dir", default=None, help="response cache folder")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
@@ -270,7 +280,13 @@ def register(sub):
 
 
 def run(args) -> int:
-    cfg = load_config(args.config)
+    if not args.config and not args.baseline:
+        raise EvalkitError("no baseline: pass --baseline RUN_DIR (and --candidate or --candidate-run), "
+                           "or --config evalkit-gate.toml")
+    cfg = load_config(args.config) if args.config else {"_dir": Path.cwd()}
+    from evalkit.cli.run import parse_data_paths
+    cfg["_cli_data"] = parse_data_paths(args.data)
+    where = args.config or "evalkit gate"
     for inc in [_path(cfg, x) for x in cfg.get("include_path", [])] + list(args.include_path):
         registry.include_path(inc)
     section = dict(cfg.get("compare", {}))   # validated before any model is loaded
@@ -281,12 +297,13 @@ def run(args) -> int:
     try:
         opts = options_from(args, section)
     except ValueError as e:
-        raise EvalkitError(f"{args.config}: [compare] {e}") from None
+        raise EvalkitError(f"{where}: [compare] {e}") from None
     cand = cfg.get("candidate", {})
     spec = args.candidate or cand.get("model")
     saved = args.candidate_run or (_path(cfg, cand["run"]) if cand.get("run") and not args.candidate else None)
     if args.candidate and args.candidate_run:
         raise EvalkitError("pass either --candidate (evaluate a model) or --candidate-run (a saved run), not both")
+    saved = run_folder(saved, "candidate run") if saved else None
     if not spec and not saved:
         raise EvalkitError("no candidate: pass --candidate BACKEND:MODEL, --candidate-run RUN_DIR, "
                            "or set [candidate] model / run")
@@ -298,19 +315,21 @@ def run(args) -> int:
     output = args.output or (_path(cfg, cfg["output"]) if cfg.get("output") else "results")
     validation.check_output_dir(output, "--output / output")
     cache_dir = args.cache_dir or (_path(cfg, cfg["cache_dir"]) if cfg.get("cache_dir") else None)
+    cfg["_evaluates"] = not saved
     no_model = saved and (args.baseline or cfg.get("baseline"))   # nothing to evaluate: no cache needed
     cache = (NullCache() if args.no_cache or no_model
              else ResponseCache(Path(cache_dir) / "responses.sqlite" if cache_dir else None))
     try:
         baseline = args.baseline or (_path(cfg, cfg["baseline"]) if cfg.get("baseline") else None)
         if baseline:
+            baseline = run_folder(baseline, "--baseline" if args.baseline else f"{where}: baseline")
             config = config_from_record(load_run(baseline), cfg)
         elif cfg.get("baseline_model"):
             config = config_from_toml(cfg)
             baseline = run_model(cfg["baseline_model"], _kv(cfg.get("baseline_model_args")), config, cache, output)
         else:
             raise EvalkitError("the config needs `baseline` (a run folder) or `baseline_model`")
-        check_primary(load_run(baseline), opts, args.config)
+        check_primary(load_run(baseline), opts, where)
         extra_gen = {**_kv(cand.get("gen_kwargs")), **parse_model_args(args.gen_kwargs)}
         bad = set(extra_gen) - GEN_KEYS
         if bad:

@@ -47,9 +47,12 @@ DROPPED = {  # accepted, changes nothing: why
 VALUED = {"--verbosity", "--max_batch_size"}
 REFUSED = {
     "--predict_only": "evalkit always scores; to keep predictions only, rescore them later with `evalkit score`",
-    "--wandb_args": "send run records to W&B with `evalkit log --wandb ...`",
-    "--wandb_config_args": "send run records to W&B with `evalkit log --wandb ...`",
-    "--hf_hub_log_args": "push run records to the Hub with `evalkit log --hf-dataset ...`",
+    "--wandb_args": "log to W&B with `evalkit run ... --log-to wandb --wandb-project P`, or send a saved run "
+                    "with `evalkit log RUN_DIR --to wandb`",
+    "--wandb_config_args": "log to W&B with `evalkit run ... --log-to wandb`, or send a saved run with "
+                           "`evalkit log RUN_DIR --to wandb`",
+    "--hf_hub_log_args": "push to a Hub dataset with `evalkit run ... --push-to-hub OWNER/NAME`, or send a saved "
+                         "run with `evalkit log RUN_DIR --to hub --repo OWNER/NAME`",
     "--samples": "evalkit selects docs by --limit and --shard, not by index lists",
     "--bootstrap_iters": "evalkit's intervals come from the samples (Wilson/t, corpus bootstrap); no iteration count",
     "--metadata": "pass task options with --task-args TASK:K=V",
@@ -58,8 +61,11 @@ REFUSED = {
 }
 
 
+_NOTES: list = []   # said once the whole command line translates (a refusal is then the only line)
+
+
 def _note(msg: str) -> None:
-    print(f"evalkit run: lm-eval flag: {msg}", file=sys.stderr)
+    _NOTES.append(f"evalkit run: lm-eval flag: {msg}")
 
 
 def _split(argv: list) -> list:
@@ -94,6 +100,15 @@ def _device_arg(device: str):
 
 def translate(argv: list, known: set) -> list:
     """``evalkit run`` arguments with lm-eval's spellings rewritten; ``known``: run's own flags."""
+    _NOTES.clear()
+    out = _translate(argv, known)
+    for n in _NOTES:
+        print(n, file=sys.stderr)
+    _NOTES.clear()
+    return out
+
+
+def _translate(argv: list, known: set) -> list:
     args, out = _split(list(argv)), []
     model_type, model_args, extra_args, flag = None, None, {}, "--model_args"
     i = 0
@@ -117,9 +132,11 @@ def translate(argv: list, known: set) -> list:
                 if val.startswith("auto:"):
                     _note(f"--batch_size {val}: evalkit's auto batch size is re-sized continuously; using auto")
                     val = "auto"
+                if val != "auto" and not val.isdigit():
+                    raise ConfigError(f"--batch_size {val}: expected a number, auto or auto:N")
                 extra_args["batch_size"] = val if val == "auto" else int(val)
             else:
-                extra_args["device"] = _device_arg(val)
+                extra_args["device"] = val
         elif a == "--output_path" and val is not None:
             out += ["--output", val, "--lm-eval-output", val]
             i += 1
@@ -160,14 +177,49 @@ def translate(argv: list, known: set) -> list:
         else:
             out.append(a)
     if model_type is not None:
-        return _model_flags(model_type, _kv(model_args or "", flag), extra_args) + out
+        chat = "--apply-chat-template" in out
+        return _model_flags(model_type, _kv(model_args or "", flag), extra_args, chat) + out
     if model_args is not None or extra_args:  # evalkit's --model PREFIX:NAME with lm-eval's batch/device flags
-        merged = {**_kv(model_args or "", flag), **extra_args}
+        spec = next((out[j + 1] for j, x in enumerate(out[:-1]) if x == "--model"), "")
+        merged = {**_kv(model_args or "", flag), **backend_extra(spec.split(":", 1)[0], extra_args)}
+        if not merged:
+            return out
         out += ["--model-args", ",".join(f"{k}={v}" for k, v in merged.items())]
     return out
 
 
-def _model_flags(model_type: str, margs: dict, extra: dict) -> list:
+def backend_extra(prefix: str, extra: dict) -> dict:
+    """lm-eval's ``--batch_size``/``--device`` as the backend takes them: the hf backend takes both;
+    vLLM schedules its own batches and picks its device (its engine rejects both arguments); the
+    openai backend's ``batch_size`` is prompts per request (a number) and the server has the device."""
+    extra = dict(extra)
+    if prefix == "hf" and "device" in extra:
+        extra["device"] = _device_arg(extra["device"])
+    if prefix == "vllm":
+        for k, why in (("batch_size", "vLLM batches continuously by itself (max_num_seqs=N caps a batch)"),
+                       ("device", "vLLM runs on the GPUs it sees (CUDA_VISIBLE_DEVICES), or its CPU build")):
+            if k in extra:
+                _note(f"--{k} {extra.pop(k)} dropped for vllm: {why}")
+    elif prefix == "openai":
+        if "device" in extra:
+            _note(f"--device {extra.pop('device')} dropped for a server model: the server has the device")
+        if extra.get("batch_size") == "auto":
+            _note("--batch_size auto dropped for a server model: prompts go 8 per request (model arg batch_size=N)")
+            extra.pop("batch_size")
+    return extra
+
+
+def base_url(url: str) -> str:
+    """lm-eval's ``base_url`` is the endpoint (``.../v1/completions``, ``.../v1/chat/completions``);
+    evalkit's is the API root (``.../v1``) it appends ``/models`` and ``/completions`` to."""
+    root = url.rstrip("/")
+    for tail in ("/chat/completions", "/completions"):
+        if root.endswith(tail):
+            return root[:-len(tail)]
+    return root
+
+
+def _model_flags(model_type: str, margs: dict, extra: dict, chat: bool = False) -> list:
     prefix = MODEL_TYPES[model_type]
     key = "model" if prefix == "openai" else "pretrained"
     name = margs.pop(key, None)
@@ -180,14 +232,19 @@ def _model_flags(model_type: str, margs: dict, extra: dict) -> list:
                 v = margs.pop(k)
                 if k == "num_concurrent":
                     margs["concurrency"] = v
+        if "base_url" in margs:
+            margs["base_url"] = base_url(str(margs["base_url"]))
         if model_type.endswith("chat-completions"):
-            raise ConfigError(f"--model {model_type}: evalkit's openai backend uses /completions (loglikelihoods "
-                              f"and text); for chat prompts add --apply_chat_template with local-completions")
+            if not chat:  # as lm-eval, which refuses chat-completions without a chat template
+                raise ConfigError(f"--model {model_type}: chat completions take messages: add --apply_chat_template "
+                                  f"(generation tasks; loglikelihood tasks need local-completions)")
+            _note(f"--model {model_type}: the openai backend; with --apply_chat_template generation goes to "
+                  f"/chat/completions")
     for k in list(margs):
         if k in HF_ARGS_WHY and prefix == "hf":
             raise ConfigError(f"--model_args {k}={margs[k]}: {HF_ARGS_WHY[k]}")
     if "dtype" in margs:
         margs["dtype"] = DTYPES.get(str(margs["dtype"]), margs["dtype"])
-    margs.update(extra)
+    margs.update(backend_extra(prefix, extra))
     text = ",".join(f"{k}={v}" for k, v in margs.items())
     return ["--model", f"{prefix}:{name}"] + (["--model-args", text] if text else [])

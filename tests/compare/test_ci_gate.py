@@ -189,3 +189,121 @@ def test_evalkit_ci_gate_runs_the_same_script(tmp_path, runs):
     p = subprocess.run([sys.executable, "-m", "evalkit", "ci-gate", "--print-path"], env=env, capture_output=True,
                        text=True, cwd=tmp_path)
     assert Path(p.stdout.strip()).resolve() == SCRIPT
+
+
+# ---- a crash is an error (exit 2), never a regression (exit 1) ----------------------------------------------
+class Boom:
+    """A candidate backend that crashes as it starts (a bug, not a measured regression)."""
+
+    def __init__(self, model, **kwargs):
+        raise RuntimeError("simulated backend crash")
+
+
+CRASHING_EVALKIT = '''import sys
+from evalkit.backends import catalog
+
+
+class Boom:
+    def __init__(self, model, **kwargs):
+        raise RuntimeError("simulated backend crash")
+
+
+catalog.BACKENDS["boom"] = ("__main__", "Boom")   # --candidate boom:MODEL: a backend that crashes
+from evalkit.cli import main
+sys.exit(main())
+'''
+
+
+def test_script_crash_is_an_error_even_when_regressions_only_report(tmp_path, runs):
+    wrapper = tmp_path / "crashing_evalkit.py"
+    wrapper.write_text(CRASHING_EVALKIT)
+    for fail_on_regression in ("1", "0"):
+        p, summary, outs = run_script(tmp_path, EVALKIT_BIN=f"{sys.executable} {wrapper}",
+                                      EVALKIT_BASELINE=runs["base"], EVALKIT_CANDIDATE="boom:model",
+                                      EVALKIT_CACHE_DIR=tmp_path / "cache",
+                                      EVALKIT_FAIL_ON_REGRESSION=fail_on_regression)
+        assert p.returncode == 2, (p.stdout, p.stderr)             # the job fails: report-only or not
+        assert outs["exit-code"] == "2" and outs["verdict"] == "error"
+        assert summary.startswith("### evalkit gate: error (exit 2)")
+        assert "evalkit gate: internal error (RuntimeError: simulated backend crash)" in p.stderr
+
+
+def test_script_exit_1_without_a_report_is_an_error(tmp_path, runs):
+    """Python dying before evalkit's handler (an import error) exits 1: not a regression."""
+    crash = tmp_path / "dies.py"
+    crash.write_text("raise ImportError('broken install')\n")
+    p, summary, outs = run_script(tmp_path, EVALKIT_BIN=f"{sys.executable} {crash}", EVALKIT_BASELINE=runs["base"],
+                                  EVALKIT_CANDIDATE_RUN=runs["bad"], EVALKIT_FAIL_ON_REGRESSION="0")
+    assert p.returncode == 2 and outs["verdict"] == "error" and "a crash, not a regression" in p.stdout
+
+
+def test_any_command_that_crashes_exits_2(tmp_path, runs, monkeypatch, capsys):
+    from evalkit.backends import catalog
+    monkeypatch.setitem(catalog.BACKENDS, "boom", (__name__, "Boom"))
+    assert main(["gate", "--baseline", str(runs["base"]), "--candidate", "boom:m", "--no-cache",
+                 "--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and err.strip().splitlines()[-1].startswith("evalkit gate: internal error (RuntimeError")
+    import evalkit.cli.compare as compare_cli
+
+    def broken(args):
+        raise TypeError("unexpected")
+    monkeypatch.setattr(compare_cli, "run", broken)
+    assert main(["compare", str(runs["base"]), str(runs["bad"])]) == 2   # a regression pair, but it crashed
+    assert "evalkit compare: internal error (TypeError: unexpected)" in capsys.readouterr().err
+
+
+# ---- the gate's inputs: a folder holding one run, no config, relative data paths ----------------------------
+def test_gate_baseline_folder_holding_one_run_and_no_config(tmp_path, runs, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    # `evalkit run --output baselines/main` writes baselines/main/<run-id>/: the docs' `baseline = "baselines/main"`
+    cfg = tmp_path / "evalkit-gate.toml"
+    cfg.write_text('baseline = "artifact-base/results"\n[candidate]\nrun = "artifact-bad"\n')
+    assert main(["gate", "--config", str(cfg)]) == 1
+    capsys.readouterr()
+    # no --config: --baseline and the candidate on the command line are enough
+    assert main(["gate", "--baseline", "artifact-base", "--candidate-run", str(runs["same"])]) == 0
+    capsys.readouterr()
+    assert main(["gate", "--candidate-run", str(runs["same"])]) == 2
+    assert "no baseline: pass --baseline RUN_DIR" in capsys.readouterr().err
+    # two runs in the folder: one line naming both
+    make_run(tmp_path / "two", "run-x", {"mmlu": binary_items([1, 0], "acc")})
+    make_run(tmp_path / "two", "run-y", {"mmlu": binary_items([1, 0], "acc")})
+    assert main(["gate", "--baseline", "two", "--candidate-run", str(runs["same"])]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--baseline two: holds 2 run records (run-x, run-y); name one" in err
+    assert main(["gate", "--baseline", str(tmp_path / "empty-nothing"), "--candidate-run", str(runs["same"])]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_gate_relative_data_path_of_an_import_says_how_to_fix_it(tmp_path, runs, capsys, monkeypatch):
+    import evalkit.cli.gate as gate
+    run_json = runs["base"] / "run.json"
+    rec = json.loads(run_json.read_text())
+    rec["tasks"]["gsm8k"]["data_source"] = "../shared/data/gsm8k"     # as an import run elsewhere recorded it
+    run_json.write_text(json.dumps(rec))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert main(["gate", "--baseline", str(runs["base"]), "--candidate", "hf:never-loaded", "--no-cache"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "'../shared/data/gsm8k' (relative to the folder it was run or imported from)" in err
+    assert "--data gsm8k=PATH or [data] gsm8k = \"PATH\" in the gate config" in err
+    # the fix: --data (or [data]) points at the data, and the candidate is evaluated with it
+    seen = {}
+
+    def fake_run_model(spec, model_args, config, cache, output):
+        seen.update(config.data_paths)
+        return str(runs["same"])
+    monkeypatch.setattr(gate, "run_model", fake_run_model)
+    data = tmp_path / "gsm8k-copy"
+    assert main(["gate", "--baseline", str(runs["base"]), "--candidate", "hf:m", "--no-cache",
+                 "--data", f"gsm8k={data}"]) == 0
+    assert seen == {"gsm8k": str(data)}
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'baseline = "{runs["base"]}"\n[data]\ngsm8k = "gsm8k-copy"\n')
+    seen.clear()
+    assert main(["gate", "--config", str(cfg), "--candidate", "hf:m", "--no-cache"]) == 0
+    assert seen == {"gsm8k": str(data)}                                # relative to the config file
+    # a saved candidate reads no data: the relative path does not matter
+    assert main(["gate", "--baseline", str(runs["base"]), "--candidate-run", str(runs["same"])]) == 0

@@ -116,3 +116,111 @@ def test_import_metrics_only_and_bad_files(tmp_path, capsys):
         assert words in capsys.readouterr().err
     assert main(["import", "lm-eval", str(tmp_path / "lm"), "--task-map", "hellaswag=gsm8k"]) == 2
     assert "--task-map names lm-eval task(s) not in" in capsys.readouterr().err
+
+
+# ---- ten command lines from lm-eval's README and docs (model -> the bundled smollm2-135m, tasks ->
+# evalkit's on local data): each parses into the evalkit run it means (checked without loading a model:
+# the translated flags, the run config, and the backend's own argument list) or refuses with one line.
+U = "http://127.0.0.1:8000/v1"
+DOCS_LINES = [
+    # README "Hugging Face transformers"
+    ("--model hf --model_args pretrained=smollm2-135m --tasks gsm8k --device cuda:0 --batch_size 8",
+     "hf:smollm2-135m", {"batch_size": 8}, {}),
+    ("--model hf --model_args pretrained=smollm2-135m,revision=step100000,dtype=float --tasks gsm8k "
+     "--device cuda:0 --batch_size 8", "hf:smollm2-135m",
+     {"revision": "step100000", "dtype": "float32", "batch_size": 8}, {}),
+    ("--model hf --model_args pretrained=smollm2-135m --tasks gsm8k --device cuda:0 --batch_size auto:4",
+     "hf:smollm2-135m", {"batch_size": "auto"}, {}),
+    # README "vLLM" (batch_size auto is vLLM's own scheduling: dropped, never a model arg vLLM rejects)
+    ("--model vllm --model_args pretrained=smollm2-135m,tensor_parallel_size=1,dtype=auto,"
+     "gpu_memory_utilization=0.8,data_parallel_size=1 --tasks gsm8k --batch_size auto", "vllm:smollm2-135m",
+     {"tensor_parallel_size": 1, "dtype": "auto", "gpu_memory_utilization": 0.8, "data_parallel_size": 1}, {}),
+    # README "Model APIs and inference servers": lm-eval's base_url is the endpoint; evalkit's the API root
+    (f"--model local-completions --tasks gsm8k --model_args model=smollm2-135m,base_url={U}/completions,"
+     "num_concurrent=1,max_retries=3,tokenized_requests=False,batch_size=16", "openai:smollm2-135m",
+     {"base_url": U, "concurrency": 1, "max_retries": 3, "batch_size": 16}, {}),
+    (f"--model local-chat-completions --tasks gsm8k --model_args model=smollm2-135m,base_url={U}/chat/completions "
+     "--apply_chat_template", "openai:smollm2-135m", {"base_url": U}, {"apply_chat_template": True}),
+    # docs/interface.md: --num_fewshot, --gen_kwargs, --limit, --log_samples, --output_path
+    ("--model hf --model_args pretrained=smollm2-135m --tasks gsm8k --num_fewshot 5 --limit 10 --gen_kwargs "
+     "do_sample=True,temperature=0.7,top_p=0.9,max_gen_toks=64 --log_samples --output_path OUT",
+     "hf:smollm2-135m", {}, {"num_fewshot": 5, "limit": 10,
+                             "gen_overrides": {"temperature": 0.7, "top_p": 0.9, "max_tokens": 64}}),
+    # refusals: README multi-GPU, "Visualizing Results" (W&B), "Saving & Caching" (Hub)
+    ("--model hf --model_args pretrained=smollm2-135m,parallelize=True --tasks gsm8k --batch_size 16",
+     None, ["parallelize", "--model vllm"], None),
+    ("--model hf --model_args pretrained=smollm2-135m,trust_remote_code=True --tasks gsm8k --device cuda:0 "
+     "--batch_size 8 --output_path OUT --limit 10 --wandb_args project=lm-eval-harness-integration --log_samples",
+     None, ["--wandb_args", "--log-to wandb", "`evalkit log RUN_DIR --to wandb`"], None),
+    ("--model hf --model_args pretrained=smollm2-135m --tasks gsm8k --log_samples --output_path OUT "
+     "--hf_hub_log_args hub_results_org=EleutherAI,hub_repo_name=lm-eval-results,push_results_to_hub=True,"
+     "public_repo=False", None, ["--hf_hub_log_args", "`evalkit log RUN_DIR --to hub --repo OWNER/NAME`"], None),
+]
+
+
+@pytest.mark.parametrize("line, model, margs, config", DOCS_LINES, ids=[f"line{i}" for i in range(1, 11)])
+def test_lm_eval_docs_command_lines(line, model, margs, config, shared_data, tmp_path, capsys):
+    from evalkit.backends import DATA_PARALLEL_ARGS, _check_args, backend_class, parse_model_args, split_spec
+    from evalkit.cli import build_parser, lm_eval_argv
+    from evalkit.cli.run import build_config
+    from evalkit.run import validation
+    argv = line.replace("OUT", str(tmp_path / "out")).split() + ["--data", f"gsm8k={shared_data / 'gsm8k'}"]
+    if model is None:                                       # a refusal: exactly one line, exit 2
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and err.startswith("evalkit run: error: "), err
+        assert all(w in err for w in margs), err
+        if "evalkit log" in err:                            # the command it names exists in that form
+            log_usage = build_parser()._subparsers._group_actions[0].choices["log"].format_usage()
+            assert "--to {mlflow,wandb,hub}" in log_usage and "RUN_DIR" in log_usage
+        return
+    args = build_parser().parse_args(lm_eval_argv(build_parser(), argv))
+    assert args.model == model
+    got = parse_model_args(args.model_args or "")
+    got.pop("device", None)                                 # cuda:0, or cpu on a machine without CUDA
+    assert got == margs
+    prefix = split_spec(args.model)[0]
+    validation.check_model_args(prefix, got)                # what the backend itself accepts, unloaded
+    _check_args(backend_class(prefix), prefix, {k: v for k, v in got.items() if k not in DATA_PARALLEL_ARGS})
+    cfg = build_config(args)
+    assert cfg.tasks == ["gsm8k"] and cfg.data_paths == {"gsm8k": str(shared_data / "gsm8k")}
+    for key, want in config.items():
+        assert getattr(cfg, key) == want, key
+    if "--output_path" in line:
+        assert args.output == args.lm_eval_output == str(tmp_path / "out")
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_vllm_engine_start_failure_is_one_line(monkeypatch, capsys):
+    """An engine that cannot start (any exception vLLM raises) is one line and exit 2, not a traceback."""
+    import types
+    import evalkit.backends.vllm as vb
+    fake = types.ModuleType("vllm")
+
+    class LLM:
+        def __init__(self, **kwargs):
+            raise AssertionError("Engine core initialization failed. See root cause above.")
+    fake.LLM = LLM
+    monkeypatch.setitem(__import__("sys").modules, "vllm", fake)
+    backend = vb.VLLMBackend.__new__(vb.VLLMBackend)
+    backend._engine_owner, backend._llm, backend._on_cpu = None, None, True
+    backend.engine_args = {"model": "/m"}
+    with pytest.raises(ValueError) as e:
+        backend.llm
+    assert "the vLLM engine for /m could not start (AssertionError: Engine core initialization failed" in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("model_type, endpoint, chat", [("local-completions", "/completions", []),
+                                                        ("local-chat-completions", "/chat/completions",
+                                                         ["--apply_chat_template"])])
+def test_lm_eval_base_url_endpoint_reaches_the_server_once(model_type, endpoint, chat, shared_data, capsys):
+    """lm-eval's base_url names the endpoint; evalkit asks /v1/models and the endpoint, never twice
+    appended (/v1/completions/models was a 404). A fake server: no model is loaded."""
+    from tests._fault_server import MODEL, FaultServer
+    with FaultServer() as srv:
+        argv = ["--model", model_type, "--model_args", f"model={MODEL},base_url={srv.base_url}{endpoint},"
+                f"num_concurrent=1,tokenized_requests=False", "--tasks", "gsm8k",
+                "--data", f"gsm8k={shared_data / 'gsm8k'}", "--limit", "2", "--no-output", "--no-cache", *chat]
+        assert main(argv) == 0, capsys.readouterr().err
+        assert set(srv.paths) == {"/v1/models", f"/v1{endpoint}"}
