@@ -32,6 +32,20 @@ class Recording:
             yield group
 
 
+def in_sample_order(items: list) -> list:
+    """The completions of one prompt's requests, sample 0 first when they are the samples of one
+    request (their seeds are ``sample_params``'s), else in the order they were answered."""
+    from dataclasses import replace
+
+    from evalkit.run.sample_split import sample_params
+    for r0, _ in items:
+        order = {sample_params(replace(r0.params, n=len(items)), i).seed: i for i in range(len(items))}
+        if len(items) > 1 and all(r.params.seed in order for r, _ in items):
+            items = sorted(items, key=lambda x: order[x[0].params.seed])
+            break
+    return [t for _, texts in items for t in texts]
+
+
 def replay_lm(answers: dict, tokenizer=None):
     """An lm-eval ``LM`` answering from evalkit's recorded answers, and failing on anything else.
     With ``tokenizer``, chat templates render as lm-eval's ``hf`` model renders them (its own method)."""
@@ -40,10 +54,13 @@ def replay_lm(answers: dict, tokenizer=None):
     from lm_eval.api.model import LM
     from lm_eval.models.huggingface import HFLM
 
-    gens: dict = {}
+    by_prompt: dict = {}
     for req, a in answers.items():
         if isinstance(req, GenerateRequest):
-            gens.setdefault(req.prompt, []).append([c.text for c in a])
+            by_prompt.setdefault(req.prompt, []).append((req, [c.text for c in a]))
+    # K samples of a prompt reach the backend as K one-completion requests (evalkit.run.sample_split):
+    # lm-eval's repeats take them in sample order
+    gens = {prompt: [in_sample_order(items)] for prompt, items in by_prompt.items()}
 
     class Replay(LM):
         tokenizer_name = "replay"

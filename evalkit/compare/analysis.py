@@ -240,7 +240,14 @@ def compare_metric(t: AlignedTask, metric: str, opts: CompareOptions, primary: b
                                     method="not recomputable")
         bs = [Sample.from_dict(r) for r in t.base_rows]
         cs = [Sample.from_dict(r) for r in t.cand_rows]
-        bval, cval = float(fn(bs)), float(fn(cs))
+        try:
+            bval, cval = float(fn(bs)), float(fn(cs))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:  # rows without what it reads (an import)
+            t.notes.append(f"{t.name}: {metric} cannot be recomputed from these rows ({type(e).__name__}: {e}); "
+                           "not tested")
+            return MetricComparison(t.name, metric, info.kind, info.higher_is_better, 1.0, False,
+                                    info.baseline_value, info.candidate_value, None, None, None, 0.0, None, None,
+                                    method="not recomputable")
         scale = 100.0 if info.higher_is_better and 0 <= bval <= 1 and 0 <= cval <= 1 else 1.0
         m = margin_points(opts, t.name, metric) / scale
         res = paired.paired_corpus(bs, cs, fn, sign, t.clusters, m, opts.alpha, rng, opts.corpus_replicates)
