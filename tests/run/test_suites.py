@@ -170,3 +170,14 @@ def test_a_gate_config_takes_a_suite(tmp_path):
     gate.write_text('baseline_model = "hf:smollm2-135m"\nsuite = "nope"\n')
     with pytest.raises(ValueError, match="no such suite"):
         config_from_toml(load_config(str(gate)))
+
+
+def test_every_shipped_suite_names_tasks_that_exist():
+    from evalkit.taskapi import registry
+    for name in suites.shipped():
+        s = suites.load_suite(name)
+        native = [t for t in s.task_names() if not t.startswith("lm-eval:")]
+        assert registry.expand([",".join(native)]) == native, name          # no typo resolves elsewhere
+    card = suites.load_suite("model-card-2026")
+    assert {"aime24", "aime25", "bbh_cot", "gpqa_diamond_cot", "math500"} <= set(card.task_names())
+    assert card.settings["apply_chat_template"] and card.summary is None
