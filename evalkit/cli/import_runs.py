@@ -9,9 +9,8 @@ so the run pairs with an evalkit run of that task by doc (compare checks the pro
 from __future__ import annotations
 
 import argparse
-import math
-import sys
 
+from evalkit.cli.import_report import print_imported
 from evalkit.cli.run import parse_data_paths
 
 
@@ -64,13 +63,5 @@ def run(args) -> int:
     for out in outputs:
         run_, rows, notes = import_output(out, task_map, data, args.label, args.allow_mismatch)
         path = write_run(args.output, run_, rows)
-        for n in notes:
-            print(f"note: {n}", file=sys.stderr)
-        print(f"imported {out.results_path} -> {path}")
-        for name, entry in run_.tasks.items():
-            lm = entry.extra["lm_eval"]
-            same = lm.get("prompts_identical_to_evalkit")
-            paired = f"; prompts identical to evalkit's: {same}/{entry.n_docs}" if same is not None else ""
-            shown = ", ".join(f"{m} {v.value:.4f}" for m, v in entry.metrics.items() if math.isfinite(v.value))
-            print(f"  {name} (lm-eval {lm['task']}): {entry.n_docs} samples; {shown}{paired}")
+        print_imported(out.results_path, path, run_, notes, "lm-eval", "lm_eval")
     return 0

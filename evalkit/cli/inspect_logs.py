@@ -13,8 +13,8 @@ evalkit runs by doc.
 from __future__ import annotations
 
 import argparse
-import math
-import sys
+
+from evalkit.cli.import_report import print_imported
 
 
 def add_import_parser(fmt, parse_task_map) -> None:
@@ -61,16 +61,7 @@ def run_import(args) -> int:
     for path, log in logs:
         run_, rows, notes = import_log(path, log, task_map, data, args.label, args.allow_mismatch, metric_map)
         out = write_run(args.output, run_, rows)
-        for n in notes:
-            print(f"note: {n}", file=sys.stderr)
-        print(f"imported {path} -> {out}")
-        for name, entry in run_.tasks.items():
-            info = entry.extra["inspect"]
-            same = info.get("prompts_identical_to_evalkit")
-            paired = f"; prompts identical to evalkit's: {same}/{entry.n_docs}" if same is not None else ""
-            shown = ", ".join(f"{m} {v.value:.4f}" for m, v in entry.metrics.items() if math.isfinite(v.value))
-            print(f"  {name} (Inspect {info['task']}): {entry.n_docs} samples x {info['epochs']} epoch(s); "
-                  f"{shown}{paired}")
+        print_imported(path, out, run_, notes, "Inspect", "inspect", lambda info, _: f" x {info['epochs']} epoch(s)")
     return 0
 
 
