@@ -11,7 +11,8 @@
 Options are ``evalkit run``'s, by their Python names: ``num_fewshot``, ``seed``,
 ``apply_chat_template``, ``fewshot_as_multiturn``, ``system_prompt``, ``tool_parser`` (agent tasks),
 ``data`` ({task: path}),
-``fewshot_data``, ``task_args`` ({task: {k: v}}), ``gen_kwargs``, ``repeats`` (K samples per problem, as
+``fewshot_data``, ``task_args`` ({task: {k: v}}), ``gen_kwargs``, ``user_model`` (the simulated
+user of agent tasks such as τ²-bench, any ``model`` form; default the model itself) and ``user_model_args``, ``repeats`` (K samples per problem, as
 ``gen_kwargs={"n": K}``), ``shard`` ((i, n)), ``tags``,
 ``include_path``, ``output`` (results folder; None: write no record), ``cache_dir``, ``cache``
 (False: neither read nor write the response cache), ``progress``. ``limit`` is a count of docs or a
@@ -28,7 +29,7 @@ from typing import Optional, Sequence, Union
 
 OPTIONS = ("num_fewshot", "seed", "apply_chat_template", "fewshot_as_multiturn", "system_prompt", "data",
            "fewshot_data", "task_args", "gen_kwargs", "shard", "tags", "include_path", "output", "cache_dir",
-           "cache", "progress", "model_args", "tokenizer", "tool_parser", "repeats")
+           "cache", "progress", "model_args", "tokenizer", "tool_parser", "repeats", "user_model", "user_model_args")
 
 
 def _is_vllm_llm(obj) -> bool:
@@ -118,6 +119,16 @@ def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, N
     except BaseException:
         cache.close()
         raise
+    user_backend, user_spec, user_owned = None, "", False
+    if options.get("user_model") is not None:
+        try:
+            user_backend, user_spec, user_owned = make_model_backend(options["user_model"], None,
+                                                                     dict(options.get("user_model_args") or {}))
+        except BaseException:
+            if owned:
+                backend.close()
+            cache.close()
+            raise
     torch_model = getattr(backend, "_model", None) if not owned else None
     was_training = bool(getattr(torch_model, "training", False))
     if was_training:
@@ -125,11 +136,14 @@ def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, N
     try:
         run = run_evaluation(backend, config, cache, output, model_spec=spec,
                              model_args={k: v for k, v in model_args.items()}, progress=bool(options.get("progress")),
-                             task_runs=task_runs)
+                             task_runs=task_runs, user_backend=user_backend, user_model_spec=user_spec,
+                             user_model_args=dict(options.get("user_model_args") or {}))
     finally:
         if was_training:
             torch_model.train()
         if owned:
             backend.close()
+        if user_owned:
+            user_backend.close()
         cache.close()
     return run

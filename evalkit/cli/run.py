@@ -199,6 +199,11 @@ def register(sub):
                    help="reward backend options (see `evalkit reward --help`), e.g. activation=sigmoid; "
                         "step_agg=min|last|product scores each completion from per-step rewards (a process "
                         "reward model; default min with pooling=step; product needs activation=sigmoid|softmax)")
+    p.add_argument("--user-model", default=None, metavar="BACKEND:MODEL",
+                   help="agent tasks with a simulated user (tau2_*): the model that plays the user, any --model "
+                        "spec (default: the evaluated model plays it too); named in the record, cached on its own")
+    p.add_argument("--user-model-args", default="", metavar="K=V,...",
+                   help="backend options of --user-model, as --model-args")
     from evalkit.cli.reasoning_args import add_reasoning_args
     add_reasoning_args(p)
     sinks.add_sink_args(p)
@@ -227,6 +232,10 @@ def run(args):
         split_reward_spec(reward_spec)
         reward_args = parse_model_args(getattr(args, "reward_args", ""), "--reward-args")
         reward_backend = make_reward_backend(reward_spec, reward_args)  # loads nothing: bad settings fail here
+    user_spec = getattr(args, "user_model", None)
+    user_args = parse_model_args(getattr(args, "user_model_args", ""), "--user-model-args") if user_spec else {}
+    if user_spec:
+        validation.check_model_args(split_spec(user_spec)[0], user_args)
     task_runs = load_tasks(config)  # data errors surface before the model loads
     if getattr(args, "write_out", False):
         return write_out(config, task_runs)
@@ -237,9 +246,14 @@ def run(args):
         if split_spec(args.model)[0] != "vllm":
             raise ValueError("--lora needs the vllm: backend (one engine serves every adapter)")
         model_args["lora"] = args.lora
+    user_backend = None
     try:
         backend = make_backend(args.model, model_args)
+        if user_spec:
+            user_backend = make_backend(user_spec, user_args)
     except BaseException:
+        if user_spec and "backend" in locals():
+            backend.close()
         cache.close()
         raise
     outs = []
@@ -251,9 +265,12 @@ def run(args):
             # the record is written after the table is printed: a record that cannot be written
             # never costs the results
             outs.append(evaluate(view, config, cache, None, model_spec=args.model, model_args=view_args,
-                                 task_runs=task_runs, reward_backend=reward_backend))
+                                 task_runs=task_runs, reward_backend=reward_backend, user_backend=user_backend,
+                                 user_model_spec=user_spec or "", user_model_args=user_args))
     finally:
         backend.close()
+        if user_backend is not None:
+            user_backend.close()
         if reward_backend is not None:
             reward_backend.close()
         cache.close()

@@ -120,10 +120,13 @@ class Run(_Typed):
     reward_model: Optional[dict] = None
     #: with --suite: the suite (name, file, tasks) and its summary (leaderboard-v2 normalised scores with CIs)
     suite: Optional[dict] = None
+    #: agent tasks with a simulated user (τ²-bench): the user model (spec, identity; ``same_as_model``)
+    user_model: Optional[dict] = None
     path: Optional[str] = None
     other: dict = field(default_factory=dict)
 
-    OMIT_IF_NONE: typing.ClassVar[tuple] = ("judge", "judge_engine", "merged_from", "reward_model", "suite", "path")
+    OMIT_IF_NONE: typing.ClassVar[tuple] = ("judge", "judge_engine", "merged_from", "reward_model", "suite",
+                                            "user_model", "path")
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "run.json") -> "Run":

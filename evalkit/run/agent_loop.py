@@ -8,6 +8,13 @@ function the episode does not offer, or with arguments that are not a JSON objec
 model gets the error back. A reply without calls ends the user turn; the next one comes, until the
 last. An episode also ends at ``max_steps`` model turns within one user turn, at its token or time
 budget. Tool ids are ``call_<turn>_<k>``, so transcripts are the same on every rerun.
+
+An episode with a simulated user (``Episode.user_sim``, τ²-bench's orchestration) opens with the
+agent's first message; each round, first every waiting user model answers (one batch on the user
+engine, ``evalkit.run.simulated_user``), then every agent whose turn it is (one batch). The agent
+acts until it answers without a call, then the user speaks again; the conversation ends when the
+user's message holds a stop token (``user_stop``), at ``max_steps`` messages or ``max_errors``
+failed calls, or on an empty message; the environment's snapshot is taken once, at the end.
 """
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
+from evalkit.run import simulated_user
 from evalkit.taskapi.agent import Episode, Transcript, canonical_json
 from evalkit.taskapi.requests import ToolChatRequest
 
@@ -28,9 +36,17 @@ class _Play:
 
     def __init__(self, ep: Episode):
         self.ep = ep
-        self.t = Transcript(messages=ep.opening() + ep.turn_messages(0))
+        self.sim = ep.user_sim
+        if self.sim is None:
+            self.t = Transcript(messages=ep.opening() + ep.turn_messages(0))
+        else:  # the agent opens, the simulated user answers first
+            self.t = Transcript(messages=ep.opening() + [{"role": "assistant", "content": self.sim.first_message}])
+        self.n_opening = len(ep.opening())
+        self.phase = "agent" if self.sim is None else "user"
         self.user_turn = 0
         self.steps = 0       # model turns in this user turn
+        self.messages_sent = 0  # with a simulated user: agent replies, user replies, tool-result batches
+        self.failed_calls = 0
         self.state: Optional[str] = None
         self.done = False
         self.t0 = time.monotonic()
@@ -60,7 +76,25 @@ class _Play:
             msg = {"role": "assistant", "content": comp.text}
         self.t.messages.append(msg)
         self.steps += 1
+        self.messages_sent += 1
         return calls
+
+    def user_request(self) -> ToolChatRequest:
+        return simulated_user.user_request(self.sim, self.t.messages[self.n_opening:])
+
+    def take_user(self, comp, seconds: float) -> Optional[str]:
+        """The simulated user's reply goes into the conversation; returns why it ended, if it did."""
+        text = simulated_user.reply_text(comp)
+        usage = comp.usage or {}
+        self.t.user_replies.append({"text": text, "finish_reason": comp.finish_reason,
+                                    "prompt_tokens": usage.get("prompt_tokens"),
+                                    "completion_tokens": usage.get("completion_tokens"), "seconds": round(seconds, 3)})
+        self.messages_sent += 1
+        if self.t.user_replies[1:]:
+            self.user_turn += 1
+        self.t.messages.append({"role": "user", "content": text})
+        self.phase, self.steps = "agent", 0
+        return simulated_user.stop_reason(self.sim, text) or self.limit_reached()
 
     def problem_of(self, call: dict) -> Optional[str]:
         if call["name"] not in self.offered:
@@ -73,6 +107,7 @@ class _Play:
         turn = self.t.turns[-1]
         turn["tool_calls"].append({k: call[k] for k in ("id", "name", "arguments", "raw_arguments") if k in call})
         turn["results"].append({"error": error} if error is not None else {"result": result})
+        self.failed_calls += error is not None
         turn["tool_seconds"] = round(turn.get("tool_seconds", 0.0) + seconds, 3)
         msg = {"role": "tool", "content": result if error is None else f"Error: {error}", "name": call["name"]}
         if self.ep.tool_mode == "native":
@@ -85,8 +120,7 @@ class _Play:
         self.t.responses.append(last["text"] if last and not last["tool_calls"] else "")
         self.t.snapshots.append(snapshot)
         if reason is not None or self.user_turn + 1 >= len(self.ep.user_turns):
-            self.done, self.t.stop_reason = True, reason or "done"
-            self.t.seconds = time.monotonic() - self.t0
+            self.finish(reason or "done")
             return
         self.user_turn += 1
         self.steps = 0
@@ -94,7 +128,26 @@ class _Play:
         self.offered |= {t["function"]["name"] if "function" in t else t.get("name")
                          for t in self.ep.tools_at(self.user_turn)}
 
+    def answered(self) -> Optional[str]:
+        """With a simulated user: the agent answered without calls, so the user's turn comes; returns
+        why the episode ends instead (τ²-bench: an empty agent message is an agent error)."""
+        last = self.t.turns[-1]
+        self.t.responses.append(last["text"])
+        self.phase = "user"
+        return "agent_error" if not (last["text"] or "").strip() else self.limit_reached()
+
+    def finish(self, reason: str, snapshot=None, with_snapshot: bool = False) -> None:
+        if with_snapshot:
+            self.t.snapshots.append(snapshot)
+        self.done, self.t.stop_reason = True, reason
+        self.t.seconds = time.monotonic() - self.t0
+
     def limit_reached(self) -> Optional[str]:
+        if self.sim is not None:
+            if self.messages_sent >= self.sim.max_steps:
+                return "max_steps"
+            if self.failed_calls >= self.sim.max_errors:
+                return "too_many_errors"
         if self.steps >= self.ep.max_steps:
             return "max_steps"
         if self.ep.max_tokens_total is not None and self.t.tokens >= self.ep.max_tokens_total:
@@ -104,9 +157,10 @@ class _Play:
         return None
 
 
-def play(episodes, engine, tools=None, workers: int = 2) -> dict:
+def play(episodes, engine, tools=None, workers: int = 2, user_engine=None) -> dict:
     """{episode key: Transcript} for every episode; ``engine`` answers model turns (``Engine.run``),
-    ``tools`` (a ``ToolSandbox``) runs the calls of episodes that have an environment."""
+    ``tools`` (a ``ToolSandbox``) runs the calls of episodes that have an environment, ``user_engine``
+    answers the simulated users' turns (default: ``engine``, the agent model plays the user too)."""
     plays = {}
     for ep in episodes:
         plays.setdefault(ep.key(), _Play(ep))
@@ -116,15 +170,31 @@ def play(episodes, engine, tools=None, workers: int = 2) -> dict:
         rounds = 0
         while active:
             rounds += 1
-            reqs = [p.request() for p in active]
-            t0 = time.monotonic()
-            answers = engine.run(reqs)
-            seconds = (time.monotonic() - t0) / max(1, len(reqs))
-            todo = [(p, p.take(answers[r.key()][0], seconds)) for p, r in zip(active, reqs)]
-            list(pool.map(lambda pc: _run_calls(pc[0], pc[1], tools), todo))
+            users = [p for p in active if p.phase == "user"]
+            if users:  # the simulated users answer the agents' last messages
+                ended = _user_round(users, user_engine or engine)
+                list(pool.map(lambda pr: pr[0].finish(pr[1], _snapshot(pr[0], tools), with_snapshot=True), ended))
+            agents = [p for p in active if p.phase == "agent" and not p.done]
+            if agents:
+                reqs = [p.request() for p in agents]
+                t0 = time.monotonic()
+                answers = engine.run(reqs)
+                seconds = (time.monotonic() - t0) / max(1, len(reqs))
+                todo = [(p, p.take(answers[r.key()][0], seconds)) for p, r in zip(agents, reqs)]
+                list(pool.map(lambda pc: _run_calls(pc[0], pc[1], tools), todo))
             active = [p for p in active if not p.done]
             log.info("agent loop: round %d, %d of %d episodes still going", rounds, len(active), len(plays))
     return {k: p.t for k, p in plays.items()}
+
+
+def _user_round(plays: list, user_engine) -> list:
+    """One simulated-user message for each of ``plays``; returns ``(play, reason)`` for those it ended."""
+    reqs = [p.user_request() for p in plays]
+    t0 = time.monotonic()
+    answers = user_engine.run(reqs)
+    seconds = (time.monotonic() - t0) / max(1, len(reqs))
+    ended = [(p, p.take_user(answers[r.key()][0], seconds)) for p, r in zip(plays, reqs)]
+    return [(p, why) for p, why in ended if why]
 
 
 def _start(p: _Play, tools) -> None:
@@ -146,7 +216,13 @@ def _run_calls(p: _Play, calls: list, tools) -> None:
         out = tools.call(p.ep.env, p.state, call["name"], call["arguments"])
         p.state = out.state
         p.record(call, out.result, out.error, out.seconds)
-    if not calls:
+    if calls:
+        p.messages_sent += 1  # the environment's reply (τ²-bench counts it as a step)
+    if p.sim is not None:
+        reason = p.limit_reached() if calls else p.answered()
+        if reason:
+            p.finish(reason, _snapshot(p, tools), with_snapshot=True)
+    elif not calls:
         p.end_turn(None, _snapshot(p, tools))
     else:
         reason = p.limit_reached()
@@ -154,11 +230,11 @@ def _run_calls(p: _Play, calls: list, tools) -> None:
             p.end_turn(reason, _snapshot(p, tools))
 
 
-def play_with_sandbox(episodes, engine, workers: int = 2) -> dict:
+def play_with_sandbox(episodes, engine, workers: int = 2, user_engine=None) -> dict:
     """``play`` with a tool sandbox opened for the episodes that have an environment, then closed;
     the sandbox's isolation layer is counted in the engine's stats."""
     if not any(ep.env is not None for ep in episodes):
-        return play(episodes, engine)
+        return play(episodes, engine, user_engine=user_engine)
     from evalkit.sandbox.tools import ToolSandbox
     with ToolSandbox(workers=workers) as tools:
-        return play(episodes, engine, tools, workers)
+        return play(episodes, engine, tools, workers, user_engine)

@@ -35,17 +35,31 @@ score_task = finish_task
 
 
 # ---- phase 2: answer --------------------------------------------------------------------------
-def answer(p: Plan, backend, cache, progress=True) -> tuple[dict, dict]:
+def answer(p: Plan, backend, cache, progress=True, user_backend=None) -> tuple[dict, dict]:
     """(answers by request key, engine counters). Agent episodes are played after the other requests
-    (``evalkit.run.agent_loop``), their tool calls in a sandbox opened for the run."""
+    (``evalkit.run.agent_loop``), their tool calls in a sandbox opened for the run; simulated users
+    are played by ``user_backend`` (its own engine, cached under its own identity), else by the model."""
     engine = Engine(backend, cache, progress=progress)
     requests = p.all_requests()
     episodes = [r for r in requests if r.kind == "episode"]
     answers = engine.run([r for r in requests if r.kind != "episode"])
+    stats = {}
     if episodes:
         from evalkit.run import agent_loop
-        answers.update(agent_loop.play_with_sandbox(episodes, engine))
-    return answers, dict(engine.stats)
+        user_engine = Engine(user_backend, cache, progress=progress) if user_backend is not None else None
+        answers.update(agent_loop.play_with_sandbox(episodes, engine, user_engine=user_engine))
+        if user_engine is not None:
+            stats["user_model"] = dict(user_engine.stats)
+    return answers, {**dict(engine.stats), **stats}
+
+
+def user_model_record(p: Plan, backend, user_backend, model_spec, user_spec, user_args) -> Optional[dict]:
+    """The simulated users' model, when the run has episodes with one (the model itself unless given)."""
+    if not any(getattr(r, "user_sim", None) is not None for r in p.all_requests()):
+        return None
+    if user_backend is None:
+        return {**model_info(backend, model_spec).to_dict(), "same_as_model": True}
+    return model_info(user_backend, user_spec, user_args).to_dict()
 
 
 # ---- the whole run ----------------------------------------------------------------------------
@@ -70,16 +84,19 @@ def model_info(backend, model_spec: str = "", model_args: Optional[dict] = None)
 
 def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "results",
              model_spec: str = "", model_args: Optional[dict] = None, progress=True,
-             task_runs: Optional[list[TaskRun]] = None, reward_backend=None) -> Run:
+             task_runs: Optional[list[TaskRun]] = None, reward_backend=None, user_backend=None,
+             user_model_spec: str = "", user_model_args: Optional[dict] = None) -> Run:
     """Run every task of ``config`` on ``backend``; writes a run record when ``output_dir`` is set.
     ``task_runs`` (from ``load_tasks``) lets a caller load and validate data before the model.
-    ``reward_backend`` (a reward model) adds best-of-N figures (``evalkit.run.reward_phase``).
+    ``reward_backend`` (a reward model) adds best-of-N figures (``evalkit.run.reward_phase``);
+    ``user_backend`` plays the simulated users of agent tasks (τ²-bench; default: the model itself)
+    and is named in the record's ``user_model``.
     Returns the typed record (``Run``) with its sample rows as ``run.samples`` ({task: rows}) and
     its folder as ``run.path`` when one was written."""
     t0 = time.time()
     p = plan(config, backend, task_runs)
     t_prep = time.time()
-    answers, engine_stats = answer(p, backend, cache, progress)
+    answers, engine_stats = answer(p, backend, cache, progress, user_backend)
     # after the answers, so a cached rerun needs no tokenizer: counted, warned, recorded per sample
     p.too_long = prompts_over_context(p.task_runs, backend)
     t_model = time.time()
@@ -92,7 +109,8 @@ def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "res
                   backend_stats=backend.run_stats(),
                   timings={"prepare_s": round(t_prep - t0, 3), "model_s": round(t_model - t_prep, 3),
                            "score_s": round(time.time() - t_model, 3), "total_s": round(time.time() - t0, 3)},
-                  reward_model=reward_model)
+                  reward_model=reward_model,
+                  user_model=user_model_record(p, backend, user_backend, model_spec, user_model_spec, user_model_args))
     if config.suite:  # --suite: its summary (the leaderboard-v2 normalised scores) from the rows
         from evalkit.run.suite_summary import summarize
         run.suite = summarize(config.suite, rows, config.seed)

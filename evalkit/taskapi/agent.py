@@ -16,6 +16,9 @@ A ``ToolEnv`` is Python source run inside the sandbox, defining:
   turn (checkers compare it); the parent never unpickles a state, it only carries it between calls.
 
 The working directory of every call is the episode's own state directory (kept across turns).
+
+An episode with a ``UserSim`` has no fixed user turns: a second model (the user simulator, e.g.
+τ²-bench's customer) answers each of the agent's messages, as ``evalkit.run.agent_loop`` plays it.
 """
 from __future__ import annotations
 
@@ -44,6 +47,27 @@ class ToolEnv:
 
 
 @dataclass(frozen=True)
+class UserSim:
+    """A simulated user (τ²-bench's ``UserSimulator``): a model that reads the conversation with the
+    roles flipped (the agent's messages as ``user``, its own as ``assistant``; tool calls and results
+    hidden) under ``system_prompt`` and writes the next user message. The conversation opens with the
+    agent's ``first_message``; it ends when the user's message holds one of ``stop_tokens``
+    (``user_stop``), after ``max_steps`` messages (agent replies, user replies and tool results, as
+    τ²-bench counts steps: ``max_steps``) or ``max_errors`` failed tool calls (``too_many_errors``)."""
+
+    system_prompt: str
+    first_message: str = "Hi! How can I help you today?"
+    stop_tokens: tuple = ("###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###")
+    params: GenParams = field(default_factory=lambda: GenParams(max_tokens=1024, temperature=0.0))
+    max_steps: int = 200
+    max_errors: int = 10
+
+    def to_json(self) -> list:
+        return [self.system_prompt, self.first_message, list(self.stop_tokens), self.params.to_dict(),
+                self.max_steps, self.max_errors]
+
+
+@dataclass(frozen=True)
 class Episode:
     """One conversation with tools.
 
@@ -56,7 +80,8 @@ class Episode:
     or ``prompt`` (the task put them in its prompt; the model's text is parsed for calls);
     ``parser``: the tool-call parser for text (``pythonic``, ``hermes``, ``llama3_json``; native mode
     on a server: the server's own unless given);
-    ``max_tokens_total``/``max_seconds``: the episode's budget; over it, it ends (``stop_reason``).
+    ``max_tokens_total``/``max_seconds``: the episode's budget; over it, it ends (``stop_reason``);
+    ``user_sim``: a simulated user answers the agent instead of ``user_turns`` (which is then empty).
     """
 
     messages: str
@@ -70,11 +95,14 @@ class Episode:
     max_steps: int = 20
     max_tokens_total: Optional[int] = None
     max_seconds: Optional[float] = None
+    user_sim: Optional[UserSim] = None
     kind = "episode"
 
     def __post_init__(self):
         if self.tool_mode not in ("native", "prompt"):
             raise ValueError(f"tool_mode must be 'native' or 'prompt', not {self.tool_mode!r}")
+        if (self.user_sim is None) == (not self.user_turns):
+            raise ValueError("an episode has either user turns or a simulated user (user_sim), not both or neither")
 
     @classmethod
     def build(cls, messages: list, user_turns: list, tools: list, env: Optional[ToolEnv] = None,
@@ -102,7 +130,8 @@ class Episode:
     def key(self) -> str:
         blob = canonical_json([self.messages, list(self.user_turns), self.tools, self.env.digest() if self.env else None,
                                self.added_tools, self.tool_mode, self.parser, self.params.to_dict(), self.max_steps,
-                               self.max_tokens_total, self.max_seconds])
+                               self.max_tokens_total, self.max_seconds]
+                             + ([self.user_sim.to_json()] if self.user_sim is not None else []))
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def length(self) -> int:
@@ -116,7 +145,10 @@ class Transcript:
     ``{user_turn, tool_calls, results, prompt_tokens, completion_tokens, seconds, finish_reason,
     parse_error}``; ``snapshots``: the environment's ``snapshot`` after each user turn;
     ``responses``: per user turn, the model's final text; ``stop_reason``: ``done``, ``max_steps``,
-    ``max_tokens_total``, ``max_seconds`` or ``length`` (a reply hit max_tokens)."""
+    ``max_tokens_total``, ``max_seconds`` or ``length`` (a reply hit max_tokens); with a simulated
+    user also ``user_stop`` (the user ended it), ``agent_error`` (an empty agent message) and
+    ``too_many_errors``; ``user_replies``: per simulated user message ``{text, prompt_tokens,
+    completion_tokens, seconds, finish_reason}``."""
 
     messages: list = field(default_factory=list)
     turns: list = field(default_factory=list)
@@ -125,6 +157,7 @@ class Transcript:
     stop_reason: str = "done"
     tokens: int = 0
     seconds: float = 0.0
+    user_replies: list = field(default_factory=list)
 
     def calls(self, user_turn: Optional[int] = None) -> list[dict]:
         """Every tool call made (in one user turn), as ``{name, arguments, error?}``."""
@@ -133,9 +166,9 @@ class Transcript:
     @classmethod
     def from_json(cls, d: dict) -> "Transcript":
         return cls(**{k: d[k] for k in ("messages", "turns", "snapshots", "responses", "stop_reason", "tokens",
-                                        "seconds") if k in d})
+                                        "seconds", "user_replies") if k in d})
 
     def to_json(self) -> dict:
         return {"messages": self.messages, "turns": self.turns, "snapshots": self.snapshots,
                 "responses": self.responses, "stop_reason": self.stop_reason, "tokens": self.tokens,
-                "seconds": round(self.seconds, 3)}
+                "seconds": round(self.seconds, 3), **({"user_replies": self.user_replies} if self.user_replies else {})}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from evalkit.scoring.metric import Metric
-from evalkit.taskapi.agent import Episode, ToolEnv
+from evalkit.taskapi.agent import Episode, ToolEnv, UserSim
 from evalkit.taskapi.agent_task import TOOL_USE_METRICS, AgentTask
 from evalkit.taskapi.items import Doc, Scored
 from evalkit.taskapi.task import register_task
@@ -93,6 +93,13 @@ class BankTask(AgentTask):
         opening = [{"role": "system", "content": "You are a bank assistant. Use the tools."}]
         if self.options.get("fewshot"):  # one worked exchange, so even a tiny model calls a tool
             opening += EXAMPLE if mode == "native" else EXAMPLE_PROMPT
+        if self.options.get("simulated_user"):  # a second model plays the customer (τ²-bench's way)
+            sim = UserSim("You are a bank customer. Ask for: " + " Then: ".join(doc.meta["turns"]),
+                          params=GenParams(max_tokens=48), max_steps=int(self.options.get("max_messages", 20)))
+            return Episode.build(opening, [], TOOLS, env=ToolEnv("bank", BANK, json.dumps({"balance": doc.meta["balance"]})),
+                                 parser=self.options.get("parser", "hermes") or None,
+                                 params=GenParams(max_tokens=int(self.options.get("max_tokens", 48))),
+                                 max_steps=int(self.options.get("max_steps", 3)), user_sim=sim)
         return Episode.build(opening, doc.meta["turns"], TOOLS,
                              env=ToolEnv("bank", BANK, json.dumps({"balance": doc.meta["balance"]})),
                              tool_mode=mode, parser=self.options.get("parser", "hermes") or None,

@@ -40,7 +40,7 @@ class Scripted(Backend):
                 raise KeyboardInterrupt("killed")
             self.seen.append(r)
             text = self.script(r.message_dicts())
-            got = tool_parsers.parse(r.parser, text, r.tool_dicts())
+            got = tool_parsers.parse(r.parser, text, r.tool_dicts()) if r.parser else tool_parsers.ParsedCalls(text, [])
             out.append([Completion(text, "stop", usage={"completion_tokens": 7}, tool_calls=got.calls,
                                    content=got.content, tool_error=got.error)])
         return out
@@ -174,3 +174,66 @@ def test_parsers_read_as_vllms_do(name):
     for text in texts:
         ours, theirs = tool_parsers.parse(name, text, []), vllm_parse(tok, name, text, [])
         assert (ours.calls, ours.content or "", bool(ours.error)) == (theirs.calls, theirs.content or "", bool(theirs.error)), text
+
+
+class ScriptedUser(Scripted):
+    """A simulated customer: asks for each wish in its system prompt in turn, then says ###STOP###."""
+
+    def __init__(self, fail_after=None):
+        super().__init__(self.reply, fail_after)
+
+    def identity(self):
+        return {"model": "scripted-user"}
+
+    @staticmethod
+    def reply(msgs):
+        assert msgs[0]["role"] == "system" and all(m["role"] in ("user", "assistant") for m in msgs[1:])
+        assert not any("tool_calls" in m for m in msgs)  # the agent's calls are never shown to the user
+        wishes = msgs[0]["content"].split("Ask for: ")[1].split(" Then: ")
+        said = sum(m["role"] == "assistant" for m in msgs[1:])
+        return wishes[said] if said < len(wishes) else "Thanks! ###STOP###"
+
+
+def test_a_simulated_user_talks_with_the_agent_until_it_stops(tmp_path):
+    agent, user = Scripted(banker), ScriptedUser()
+    out = evalkit.evaluate(model=agent, user_model=user, tasks=[TASK], output=str(tmp_path / "out"),
+                           cache_dir=str(tmp_path / "c"), task_args={TASK: {"simulated_user": "true"}})
+    rows = out.samples[TASK]
+    t = rows[0]["responses"][0]
+    roles = [m["role"] for m in t["messages"]]
+    assert roles == ["system", "assistant", "user", "assistant", "tool", "assistant", "user", "assistant", "tool",
+                     "tool", "assistant", "user"]
+    assert t["messages"][1]["content"] == "Hi! How can I help you today?"
+    assert [m["content"] for m in t["messages"] if m["role"] == "user"] == [
+        "What is my balance?", "Deposit 5, then tell me the balance.", "Thanks! ###STOP###"]
+    assert t["stop_reason"] == "user_stop" and len(t["user_replies"]) == 3
+    assert len(t["snapshots"]) == 1 and t["snapshots"][0]["balance"] == 15
+    assert [x["user_turn"] for x in t["turns"]] == [0, 0, 1, 1]
+    # the user's view: the agent's text as "user", its own as "assistant", calls and results hidden
+    first = user.seen[0].message_dicts()
+    assert [m["role"] for m in first] == ["system", "user"] and first[1]["content"] == "Hi! How can I help you today?"
+    assert out.user_model["identity"] == {"model": "scripted-user"} and out.engine["user_model"]["computed"] == 5
+    assert out.tasks[TASK].metrics["balance_ok"].value == 1.0
+    # a rerun replays both models from the cache: the same transcripts, nothing computed
+    again = evalkit.evaluate(model=Scripted(banker), user_model=ScriptedUser(), tasks=[TASK], output=None,
+                             cache_dir=str(tmp_path / "c"), task_args={TASK: {"simulated_user": "true"}})
+    assert [stable(r["responses"][0]) for r in again.samples[TASK]] == [stable(r["responses"][0]) for r in rows]
+    assert again.engine.get("computed", 0) == 0 and again.engine["user_model"].get("computed", 0) == 0
+    assert again.engine["user_model"]["cached"] == 5
+
+
+def test_a_simulated_conversation_ends_at_its_message_limit_and_on_an_empty_user_reply(tmp_path):
+    out = evalkit.evaluate(model=Scripted(banker), user_model=ScriptedUser(), tasks=[TASK], output=None, cache=False,
+                           task_args={TASK: {"simulated_user": "true", "max_messages": "4"}})
+    t = out.samples[TASK][0]["responses"][0]
+    assert t["stop_reason"] == "max_steps" and len(t["snapshots"]) == 1
+    silent = Scripted(lambda msgs: "   ")
+    out = evalkit.evaluate(model=Scripted(banker), user_model=silent, tasks=[TASK], output=None, cache=False,
+                           task_args={TASK: {"simulated_user": "true"}})
+    assert out.samples[TASK][0]["responses"][0]["stop_reason"] == "user_error"
+    # without a user model, the agent's model plays the user too, and the record says so
+    out = evalkit.evaluate(model=Scripted(lambda msgs: "###STOP###" if msgs[0]["content"].startswith("You are a bank "
+                           "customer") else "Hello"), tasks=[TASK], output=None, cache=False,
+                           task_args={TASK: {"simulated_user": "true"}})
+    assert out.user_model["same_as_model"] is True
+    assert out.samples[TASK][0]["responses"][0]["stop_reason"] == "user_stop"
