@@ -17,10 +17,11 @@ from evalkit.records import RunRecord
 
 from .cells import finite
 from .labels import is_redacted
+from .transcripts import conversation, is_transcript, summary
 
 HIDDEN = "(hidden for this task)"
 SAMPLE_COLUMNS = ["doc_id", "doc_index", "target", "extracted", "response", "prompt", "question", "fewshot",
-                  "responses", "n_responses", "finish_reason"]
+                  "responses", "n_responses", "finish_reason", "conversations"]
 MAX_WARNINGS = 20
 
 
@@ -75,6 +76,8 @@ def format_metric(v) -> str:
 def _response_text(r) -> str:
     if isinstance(r, str):
         return r
+    if is_transcript(r):  # an agent's conversation: its summary line; the messages go to "conversations"
+        return summary(r)
     if isinstance(r, list) and len(r) == 2 and isinstance(r[0], str) and isinstance(r[1], str):
         return r[0]                                   # a saved (text, finish_reason) pair
     return as_text(r)
@@ -132,6 +135,8 @@ def samples_frame(rec: RunRecord, task: str) -> pd.DataFrame:
         cols["fewshot"].append(fewshot)
         cols["responses"].append(texts)
         cols["n_responses"].append(len(texts))
+        cols["conversations"].append([conversation(r) for r in raw if is_transcript(r)]
+                                     if isinstance(raw, list) else [])
         cols["finish_reason"].append(extra.get("finish_reason") if isinstance(extra, dict) else None)
         sm = s.get("metrics")
         for k, v in (sm.items() if isinstance(sm, dict) else ()):
@@ -146,6 +151,7 @@ def samples_frame(rec: RunRecord, task: str) -> pd.DataFrame:
         for c in ("target", "extracted", "response", "prompt", "question", "fewshot"):
             cols[c] = [HIDDEN] * n
         cols["responses"] = [[HIDDEN]] * n
+        cols["conversations"] = [[]] * n
     # object columns: converting ~GBs of text to Arrow strings would cost as much as parsing it
     frame = pd.DataFrame({**{c: pd.Series(v, dtype=None if c in ("doc_index", "n_responses") else object)
                              for c, v in cols.items()},

@@ -180,6 +180,9 @@ def render_sample(row, names, family: str) -> None:
         with st.expander(f"few-shot examples and instructions before the {what} "
                          f"({row['fewshot'].count(chr(10) + chr(10)) + 1} blocks)"):
             st.code(row["fewshot"], language=None, wrap_lines=True)
+    if len(row.get("conversations") or []):
+        render_conversations(row)
+        return
     left, mid, right = st.columns([3, 1, 1])
     for i, text in enumerate(row["responses"] or [""]):
         left.markdown(f"**answer** {i + 1} of {row['n_responses']}" if row["n_responses"] > 1 else "**answer**")
@@ -188,6 +191,28 @@ def render_sample(row, names, family: str) -> None:
     mid.code(row["extracted"] or "(nothing)", language=None, wrap_lines=True)
     right.markdown("**target**")
     right.code(row["target"] or "(none)", language=None, wrap_lines=True)
+
+
+def render_conversations(row) -> None:
+    """An agent sample: each trial's conversation as chat bubbles (user, agent, tool calls, results)."""
+    convs = row["conversations"]
+    for i, (conv, line) in enumerate(zip(convs, row["responses"])):
+        with st.expander(f"conversation {i + 1} of {len(convs)}: {line}" if len(convs) > 1 else f"conversation: {line}",
+                         expanded=i == 0):
+            for m in conv:
+                if m["role"] == "system":
+                    st.caption("system prompt")
+                    st.code(m["text"], language=None, wrap_lines=True, height=120)
+                    continue
+                with st.chat_message("user" if m["role"] == "user" else "assistant",
+                                     avatar="🛠️" if m["role"] == "tool" else None):
+                    if m["text"]:
+                        st.markdown(f"**{m['role']}**: " + m["text"].replace("\n", "  \n"))
+                    for call in m["calls"]:
+                        st.code(call, language="python", wrap_lines=True)
+    if row["target"]:
+        st.markdown("**target**")
+        st.code(row["target"], language=None, wrap_lines=True)
 
 
 def render_side_by_side(store, runs: pd.DataFrame, task: str, doc: str, choice: dict) -> None:
