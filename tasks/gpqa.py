@@ -214,6 +214,7 @@ class GPQADiamond(_GPQABase, MultipleChoiceTask):
 @register_task
 class GPQADiamondCoT(_GPQABase, GenerationTask):
     name = "gpqa_diamond_cot"
+    vote_kind = "letter"
     description = "GPQA diamond, zero-shot chain of thought (simple-evals prompt); last 'Answer: X' counts"
     version = "1"
     dataset = gpqa_source("gpqa_diamond")

@@ -57,6 +57,7 @@ def final_answer(solution: str) -> str:
 @register_task
 class GSM8K(GenerationTask):
     name = "gsm8k"
+    vote_kind = "number"  # maj@K over repeats votes on the strict, else flexible number
     description = "GSM8K math word problems, lm-eval format: 5-shot, strict/flexible/numeric exact match"
     version = "1"
     dataset = GSM8K_DATA

@@ -114,6 +114,7 @@ def _level(value):
 @register_task
 class HendrycksMath(GenerationTask):
     name = "math"
+    vote_kind = "math"  # maj@K over repeats votes on the extracted final answer
     description = ("MATH test (5,000): minerva 4-shot or zero-shot chat \\boxed{} prompt; "
                    "math-verify + minerva exact_match")
     version = "1"

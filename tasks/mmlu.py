@@ -267,6 +267,7 @@ for _subject in SUBJECTS:
 @register_task
 class MMLUCoT(_MMLUBase, GenerationTask):
     name = "mmlu_cot"
+    vote_kind = "letter"
     description = "MMLU zero-shot chain of thought (simple-evals prompt, for chat models); last 'Answer: X' counts"
     version = "1"
     dataset = _mmlu_source("all")

@@ -24,33 +24,9 @@ from evalkit.run.engine import Engine
 from evalkit.records import ModelInfo
 from evalkit.taskapi.requests import RewardRequest
 from evalkit.scoring.step_agg import DEFAULT_STEP_AGG, aggregate_steps
+from evalkit.scoring.votes import vote_of
 
 REWARD_PROMPT = "doc.query (the question without few-shot examples) as the user turn, the completion as the assistant's"
-
-
-def _number_key(text: str) -> Optional[str]:
-    t = re.sub(r"[,$\s]", "", str(text)).rstrip(".")
-    try:
-        x = float(t)
-    except ValueError:
-        return t or None
-    return str(int(x)) if x.is_integer() else repr(x)
-
-
-def vote_of(kind: str, extracted) -> Optional[str]:
-    """The answer a completion votes for in maj@N (None: no usable answer, or no voting for ``kind``)."""
-    if kind == "number" and isinstance(extracted, dict):
-        pred = extracted.get("strict")
-        if pred in (None, "[invalid]"):
-            pred = extracted.get("flexible")
-        return None if pred in (None, "[invalid]") else _number_key(pred)
-    if kind == "math" and isinstance(extracted, dict):
-        a = extracted.get("answer")
-        return None if a is None else re.sub(r"\s+", "", str(a))
-    if kind == "letter":
-        first = extracted[0] if isinstance(extracted, list) and extracted else extracted
-        return first.get("letter") if isinstance(first, dict) else None
-    return None  # code: no majority vote over programs
 
 
 def verdicts(task, docs, texts_per_doc, ctx) -> Optional[tuple[list, list, str]]:

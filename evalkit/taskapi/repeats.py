@@ -48,12 +48,17 @@ def score_repeats(task, docs: Sequence, texts: Sequence[list[str]], ctx) -> list
     flat_docs = [d for d, ts in zip(docs, texts) for _ in ts]
     flat = [_as_scored(s) for s in task.score_batch(flat_docs, [[t] for ts in texts for t in ts], ctx)]
     name = correctness_metric(task, flat[0].metrics) if flat else None
-    votes = voting(task, [s.extracted for s in flat])
+    kind = getattr(task, "vote_kind", None)
+    if kind:  # answers the task extracts as dicts (GSM8K, MATH): the part a vote compares
+        from evalkit.scoring.votes import vote_of
+        ballots, votes = [vote_of(kind, s.extracted) for s in flat], True
+    else:
+        ballots, votes = None, voting(task, [s.extracted for s in flat])
     out, i = [], 0
     for d, ts in zip(docs, texts):
         per = flat[i:i + len(ts)]
+        out.append(problem_scored(per, name, votes, ballots[i:i + len(ts)] if ballots else None))
         i += len(ts)
-        out.append(problem_scored(per, name, votes))
     return out
 
 
@@ -67,8 +72,10 @@ def voting(task, answers: list) -> bool:
     return plain and any(a is not None for a in answers)
 
 
-def problem_scored(per: list[Scored], name: Optional[str], votable: bool = True) -> Scored:
-    """One problem's row: mean task metrics, the repeat metrics of ``name``, and per-completion details."""
+def problem_scored(per: list[Scored], name: Optional[str], votable: bool = True,
+                   ballots: Optional[list] = None) -> Scored:
+    """One problem's row: mean task metrics, the repeat metrics of ``name``, and per-completion details;
+    ``ballots``: what each completion votes for in maj@K (default: its extracted answer)."""
     if not per:
         return Scored({}, extracted=[], extra={"repeats": {"k": 0, "n_correct": 0}})
     names = list(per[0].metrics)
@@ -79,12 +86,13 @@ def problem_scored(per: list[Scored], name: Optional[str], votable: bool = True)
             metrics[m] = sum(float(v) for v in vals) / len(vals)
     correct = [float(s.metrics.get(name) or 0.0) >= SUCCESS for s in per]
     answers = [s.extracted for s in per]
-    metrics.update(rp.problem_metrics(correct, answers if votable else None))
+    ballots = answers if ballots is None else ballots
+    metrics.update(rp.problem_metrics(correct, ballots if votable else None))
     first = per[0]
     extra = {k: v for k, v in first.extra.items()}
     extra["repeats"] = {"k": len(per), "n_correct": sum(correct), "metric": name,
                         "correct": [int(c) for c in correct],
-                        "majority_index": rp.majority(answers) if votable else None,
+                        "majority_index": rp.majority(ballots) if votable else None,
                         "sample_metrics": [s.metrics for s in per]}
     return Scored(metrics, extracted=answers, extra=extra, target=first.target)
 

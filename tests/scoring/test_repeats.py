@@ -100,3 +100,18 @@ def test_task_rows_and_intervals_over_problems_by_hand():
     assert {d["name"] for d in t.declared_metrics()} >= {"avg@4", "pass@4", "pass^4", "maj@4"}
     assert means == [s.metrics["avg@4"] for s in samples]
     assert t.run_extra(samples)["repeats"]["se_clustered"] == pytest.approx(rp.clustered_se(CORRECT))
+
+
+def test_maj_at_k_votes_on_the_part_of_a_dict_answer_the_task_names(shared_data):
+    """GSM8K and MATH extract dicts (strict/flexible numbers; answer/minerva): ``vote_kind`` picks what a
+    vote compares, so their repeat runs report maj@K (written differently, the same number wins)."""
+    from evalkit.taskapi.registry import get_task_class
+    gsm = get_task_class("gsm8k")(str(shared_data / "gsm8k"))
+    docs = [Doc(id="a", query="q", target="42"), Doc(id="b", query="q", target="7")]
+    texts = {"a": ["The answer is 41.\n#### 41", "So #### 42", "#### 42.00", "It is $42"],   # 42 wins 3 to 1
+             "b": ["#### 8", "#### 8", "#### 7", "nothing"]}                             # 8 wins, wrong
+    answers = [[[Completion(t, "stop") for t in texts[d.id]]] for d in docs]
+    rows = gsm.score_all(docs, answers, RunContext())
+    assert [r.metrics["maj@4"] for r in rows] == [1.0, 0.0]
+    assert rows[0].extra["repeats"]["majority_index"] == 1 and isinstance(rows[0].extracted[0], dict)
+
