@@ -171,8 +171,20 @@ class Task(Prompting):
             cls.aggregate = _metric.accepting_appended(cls.__dict__["aggregate"])
 
     def metric_declarations(self) -> tuple:
-        """What the task declares: its ``metrics`` and the entries of the older class dicts."""
-        return _metric.declarations(self.metrics, self.higher_is_better, self.corpus_metrics, self.name)
+        """What the task declares: its ``metrics`` and the entries of the older class dicts, and the
+        repeat figures (avg@K, pass@k, pass^k, maj@K) its samples carried when scored with K samples."""
+        own = _metric.declarations(self.metrics, self.higher_is_better, self.corpus_metrics, self.name)
+        return (*own, *self.repeat_declarations())
+
+    def repeat_declarations(self, samples: Optional[Sequence] = None) -> tuple:
+        """The repeat metrics these samples carry that the task does not declare, remembered for the
+        record's declarations (``evalkit.taskapi.repeats``)."""
+        if samples is not None:
+            from evalkit.taskapi.repeats import declarations
+            own = {n for d in _metric.declarations(self.metrics, self.higher_is_better, self.corpus_metrics,
+                                                   self.name) for n in d.names}
+            self._repeat_decl = declarations(samples, own)
+        return self.__dict__.get("_repeat_decl", ())
 
     def declared_metrics(self, appended: Sequence = ()) -> list[dict]:
         """``[{name, higher_is_better, level, group}]`` for the record, with what the run ``appended``."""
@@ -180,7 +192,8 @@ class Task(Prompting):
 
     def metric_objects(self, samples: Sequence[Sample], appended: Sequence = ()) -> list:
         """The metrics these samples report, in record order, checked (``evalkit.scoring.metric.resolve``)."""
-        return _metric.resolve(self.metrics, samples, self.higher_is_better, self.corpus_metrics, task=self.name,
+        extra = self.repeat_declarations(samples)
+        return _metric.resolve((*self.metrics, *extra) if extra else self.metrics, samples, self.higher_is_better, self.corpus_metrics, task=self.name,
                                appended=appended or self.__dict__.get("_appended", ()), strict=self.declares_metrics(),
                                own_aggregate=type(self).aggregate is not Task.aggregate)
 
@@ -327,25 +340,6 @@ class GenerationTask(Task):
 
     def score(self, doc, responses, ctx):
         return self.score_all([doc], [responses], ctx)[0]
-
-    def repeat_declarations(self, samples: Optional[Sequence] = None) -> tuple:
-        """The repeat metrics (avg@K, pass@k, pass^k, maj@K) these samples carry, remembered for the
-        record's declarations (``evalkit.taskapi.repeats``)."""
-        if samples is not None:
-            from evalkit.taskapi.repeats import declarations
-            own = {n for d in super().metric_declarations() for n in d.names}
-            self._repeat_decl = declarations(samples, own)
-        return self.__dict__.get("_repeat_decl", ())
-
-    def metric_declarations(self) -> tuple:
-        return (*super().metric_declarations(), *self.repeat_declarations())
-
-    def metric_objects(self, samples, appended=()):
-        extra = self.repeat_declarations(samples)  # resolved here, not via super(): warnings name the caller
-        return _metric.resolve((*self.metrics, *extra) if extra else self.metrics, samples, self.higher_is_better,
-                               self.corpus_metrics, task=self.name,
-                               appended=appended or self.__dict__.get("_appended", ()), strict=self.declares_metrics(),
-                               own_aggregate=type(self).aggregate is not Task.aggregate)
 
     def run_extra(self, samples):
         from evalkit.taskapi.repeats import run_summary  # K > 1 samples per problem: K, naive vs clustered SE

@@ -105,10 +105,29 @@ class LmEvalTask(Task):
         out: list = [None] * len(docs)
         for name, positions in by_leaf.items():
             leaf = self.leaves[name]
-            results = leaf.score([docs[p].meta["index"] for p in positions], [responses[p] for p in positions], ctx)
-            for p, res in zip(positions, results):
-                out[p] = self.as_sample(docs[p], responses[p], self._scored(docs[p], res), ctx)
+            ids, resps = [docs[p].meta["index"] for p in positions], [responses[p] for p in positions]
+            scored = [self._scored(docs[p], res) for p, res in zip(positions, leaf.score(ids, resps, ctx))]
+            k = evalkit_repeats(leaf, resps)
+            if k > 1:  # --repeats K: each completion through lm-eval's filters and metrics on its own
+                per = [[self._scored(docs[p], res) for p, res in zip(positions, leaf.score(ids, only(resps, j), ctx))]
+                       for j in range(k)]
+                scored = [self._repeated(first, [per[j][i] for j in range(k)]) for i, first in enumerate(scored)]
+            for p, sc in zip(positions, scored):
+                out[p] = self.as_sample(docs[p], responses[p], sc, ctx)
         return out
+
+    def _repeated(self, first: Scored, per: list) -> Scored:
+        """A doc's row from its K completions scored one by one: the metrics' means, avg@K, pass@k,
+        pass^k and maj@K (over the filtered answers) of the first declared metric, lm-eval's details
+        of the first completion (``first``) and the K completions' texts."""
+        from evalkit.taskapi import repeats
+        row = repeats.problem_scored(per, repeats.correctness_metric(self, per[0].metrics),
+                                     repeats.voting(self, [s.extracted for s in per]))
+        row.extra = {**first.extra, "repeats": row.extra["repeats"]}
+        # per request, the K completions' texts (lm-eval's ``resps`` form)
+        row.responses = [[x for s in per for x in s.responses[r]] for r in range(len(first.responses))]
+        row.target = first.target
+        return row
 
     def _scored(self, doc: Doc, res: dict) -> Scored:
         metrics, raw = {}, {}
@@ -155,7 +174,8 @@ class LmEvalTask(Task):
         return out
 
     def run_extra(self, samples: Sequence) -> dict:
-        return {"lm_eval": {
+        from evalkit.taskapi.repeats import run_summary  # --repeats K: K, naive vs clustered SE
+        return {**run_summary(samples), "lm_eval": {
             "version": catalog.version(), "task": self.lm_eval_name, "kind": "group" if self.group else "task",
             "leaves": list(self.leaves), "n-shot": {n: leaf.num_fewshot() for n, leaf in self.leaves.items()},
             "metric_names": {n: [m, f] for n, (m, f, _fn, _up) in self.declared.of.items()},
@@ -167,6 +187,19 @@ class LmEvalTask(Task):
         fp = super().config_fingerprint()
         fp["lm_eval"] = {"version": catalog.version(), "task": self.lm_eval_name}
         return fp
+
+
+def evalkit_repeats(leaf: Leaf, responses: list) -> int:
+    """K when evalkit's ``--repeats K`` gave a generation task K completions per request where lm-eval
+    asks for one (lm-eval's own ``repeats`` stay lm-eval's: its filters vote over them); else 1."""
+    if int(leaf.task.config.repeats or 1) > 1:
+        return 1
+    return max((len(r) for doc in responses for r in doc if isinstance(r, list)), default=1)
+
+
+def only(responses: list, j: int) -> list:
+    """Each doc's responses with generations cut to their ``j``-th completion."""
+    return [[[r[j]] if isinstance(r, list) else r for r in doc] for doc in responses]
 
 
 def _aggregate(decl, samples, where: str):
