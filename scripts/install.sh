@@ -52,4 +52,8 @@ step "the bundled model (SmolLM2-135M-Instruct) and test fixtures"
 # BFCL v4's released questions and possible answers (--no-deps: its pinned stack is not needed; the version the
 # parity tests were checked against), and the tree-sitter parsers BFCL decodes Java and JavaScript answers with.
 "$py" -m pip install -q --no-deps "bfcl-eval==2026.3.23" "tree-sitter==0.21.3" "tree-sitter-java==0.21.0" "tree-sitter-javascript==0.21.4"
+# tau2-bench's released domains (airline, retail: tasks, databases, policies, user-simulator guidelines) ship in
+# inspect-evals under MIT; --no-deps: only its data is read, and its tau2 port is the tests' reference (needs toml).
+"$py" -m pip install -q --no-deps "inspect-evals==0.28.0"
+"$py" -m pip install -q toml
 step "done"

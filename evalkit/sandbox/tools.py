@@ -39,8 +39,8 @@ if _JOB["op"] == "call":
     try:
         _res = _ENV["call"](_obj, _JOB["tool"], _JOB["arguments"])
         _out["result"] = _res if isinstance(_res, str) else _json.dumps(_res, ensure_ascii=False, default=repr)
-    except Exception as _e:
-        _out["error"] = "%%s: %%s" %% (type(_e).__name__, _e)
+    except Exception as _e:  # an environment's own errors may ask to be shown as their message alone
+        _out["error"] = str(_e) if getattr(_e, "evalkit_plain", False) else "%%s: %%s" %% (type(_e).__name__, _e)
 if "snapshot" in _ENV and _JOB["snapshot"]:
     _out["snapshot"] = _json.loads(_json.dumps(_ENV["snapshot"](_obj), default=repr))
 _buf = _io.BytesIO()
