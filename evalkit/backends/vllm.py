@@ -37,8 +37,8 @@ from evalkit.backends import model_dirs as models
 from evalkit.backends.base import Backend
 from evalkit.backends.vllm_stream import stream_engine
 from evalkit.backends.tokenization import TokenizerMixin, chat_template_options, truncate_pair
-from evalkit.backends.vllm_engine import (ResolvedMemo, engine_start_error, kv_cache_args, lora_rank, lora_targets,
-                                         offline_cpu_binding, parse_lora, platform_kind, shutdown_engine)
+from evalkit.backends.vllm_engine import (ResolvedMemo, cpu_scheduler_args, engine_start_error, kv_cache_args,
+                                         lora_rank, lora_targets, offline_cpu_binding, parse_lora, platform_kind, shutdown_engine)
 from evalkit.taskapi.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class VLLMBackend(TokenizerMixin, Backend):
                  block_size: Optional[int] = None, add_bos_token: bool = False,
                  chunk_size: Optional[int] = None, lora=None, max_lora_rank: Optional[int] = None,
                  progress: Optional[bool] = None, chat_template: Optional[str] = None, chat_template_kwargs=None,
-                 kv_cache_memory_bytes: Optional[int] = None):
+                 kv_cache_memory_bytes: Optional[int] = None, enable_chunked_prefill: Optional[bool] = None):
         if int(data_parallel_size) > 1:
             # vLLM's LLM class refuses data parallelism inside one process (it may hang); evalkit runs
             # one engine per replica instead (evalkit.backends.make_backend wraps N of these).
@@ -89,6 +89,10 @@ class VLLMBackend(TokenizerMixin, Backend):
                                          kv_cache_memory_bytes))
         if block_size:
             engine_args["block_size"] = int(block_size)
+        if on_cpu:
+            engine_args.update(cpu_scheduler_args(load_from, max_model_len, enable_chunked_prefill))
+        elif enable_chunked_prefill is not None:
+            engine_args["enable_chunked_prefill"] = bool(enable_chunked_prefill)
         if self.adapter_paths:
             rank = max_lora_rank or max(lora_rank(p) for p in self.adapter_paths.values())
             engine_args.update(enable_lora=True, max_lora_rank=int(rank), max_loras=1,

@@ -186,6 +186,32 @@ def cpu_kv_cache_bytes(model_dir: str, max_model_len: Optional[int], dtype: str,
     return -(-size // mib) * mib
 
 
+#: on CPU, models whose context is at most this long get whole-prompt scheduling (see cpu_scheduler_args)
+CPU_WHOLE_PROMPT_MAX_LEN = 32768
+
+
+def cpu_scheduler_args(model_dir: str, max_model_len: Optional[int], chunked: Optional[bool]) -> dict:
+    """On CPU, prompts are scheduled whole (``enable_chunked_prefill=False``, a step budget of the
+    context length) unless the user asks for chunked prefill: vLLM's CPU worker crashes the engine
+    ("CPU Generator does not use offset") when a seeded sampling request's prompt is split across
+    steps, which evalkit's seeded repeats and agent trials hit with prompts of a few thousand tokens.
+    Models with contexts over ``CPU_WHOLE_PROMPT_MAX_LEN`` keep vLLM's default (a whole-context step
+    budget would size the start-up profile run to it)."""
+    if chunked is not None:
+        return {"enable_chunked_prefill": bool(chunked)}
+    ctx = max_model_len
+    if ctx is None:
+        try:
+            with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+                cfg = json.load(f)
+            ctx = (cfg.get("text_config") or cfg).get("max_position_embeddings")
+        except (OSError, ValueError, AttributeError):
+            return {}
+    if not isinstance(ctx, int) or ctx > CPU_WHOLE_PROMPT_MAX_LEN:
+        return {}
+    return {"enable_chunked_prefill": False, "max_num_batched_tokens": max(int(ctx), 2048)}
+
+
 def engine_start_error(e: BaseException, engine_args: dict) -> ValueError:
     """One line for an engine that could not start: the cause and the settings that fix it."""
     kv = engine_args.get("kv_cache_memory_bytes")

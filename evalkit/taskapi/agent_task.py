@@ -71,8 +71,11 @@ class AgentTask(Task):
         return [replace(ep, params=run_params(ep.params, ctx, self.name, doc.id))]
 
     def prompt_of(self, doc, ctx):
-        """What the model reads first: the opening messages and the first user turn (``--write-out``)."""
+        """What the model reads first: the opening messages and the first user turn, or the agent's
+        opening line when a simulated user answers it (``--write-out``)."""
         ep = self.episode(doc, ctx)
+        if ep.user_sim is not None:  # the agent opens; the simulated user speaks next
+            return ep.opening() + [{"role": "assistant", "content": ep.user_sim.first_message}]
         return ep.opening() + ep.turn_messages(0)
 
     def score_all(self, docs: Sequence[Doc], responses: Sequence[list], ctx: RunContext) -> list[Sample]:

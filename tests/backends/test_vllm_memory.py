@@ -64,3 +64,17 @@ def test_the_engine_starts_while_memory_is_held_and_an_impossible_setting_is_one
     finally:
         helper.kill()
         helper.wait()
+
+
+def test_cpu_engines_schedule_whole_prompts_unless_asked(tiny_model_dir, tmp_path):
+    """vLLM's CPU worker dies on a seeded sampling request whose prompt is split across steps
+    (tests/tasks/test_tau2_models.py samples agent trials with ~5k-token prompts on the session engine)."""
+    from evalkit.backends.vllm_engine import CPU_WHOLE_PROMPT_MAX_LEN, cpu_scheduler_args
+    ctx = json.load(open(f"{tiny_model_dir}/config.json"))["max_position_embeddings"]
+    assert cpu_scheduler_args(tiny_model_dir, None, None) == {"enable_chunked_prefill": False,
+                                                              "max_num_batched_tokens": ctx}
+    assert cpu_scheduler_args(tiny_model_dir, 1024, None) == {"enable_chunked_prefill": False,
+                                                              "max_num_batched_tokens": 2048}
+    assert cpu_scheduler_args(tiny_model_dir, None, True) == {"enable_chunked_prefill": True}
+    assert cpu_scheduler_args(tiny_model_dir, CPU_WHOLE_PROMPT_MAX_LEN * 2, None) == {}  # long contexts: vLLM's way
+    assert cpu_scheduler_args(str(tmp_path), None, None) == {}                          # no config: vLLM decides

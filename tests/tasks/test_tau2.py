@@ -218,3 +218,10 @@ def test_a_bad_data_folder_is_one_line(tmp_path):
     (tmp_path / "domains" / "airline" / "tasks.json").write_text('[{"id": ')
     with pytest.raises(DataError, match=r"tasks.json:1: invalid JSON"):
         data.load_domain("airline", str(tmp_path))
+
+
+def test_write_out_shows_the_policy_and_the_agents_opening_line(capsys):
+    from evalkit.cli import main
+    assert main(["run", "--model", "hf:x", "--tasks", "tau2_retail", "--limit", "1", "--write-out"]) == 0
+    out = capsys.readouterr().out
+    assert "<policy>" in out and "Hi! How can I help you today?" in out and "1 docs planned" in out
