@@ -114,7 +114,9 @@ def test_modules_stay_small():
 LOWER_IS_BETTER = {"word_perplexity", "byte_perplexity", "bits_per_byte", "ter", "no_answer", "first_last_differ",
                    "invalid_format", "unknown_function", "wrong_arg_type",
                    # agent tasks' tool-use figures (evalkit.taskapi.agent_task.TOOL_USE_METRICS)
-                   "turns", "tool_calls", "tokens", "invalid_call_format", "tool_errors"}
+                   "turns", "tool_calls", "tokens", "invalid_call_format", "tool_errors",
+                   # τ²-bench's failure breakdown (tasks/tau2)
+                   "fail_premature", "fail_db", "fail_communicate"}
 
 
 def test_every_builtin_task_declares_its_metrics():

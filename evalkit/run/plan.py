@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from evalkit.run import checks as run_checks
+from evalkit.backends.base import Backend
 from evalkit.run.config import RunConfig
 from evalkit.taskapi import registry
 from evalkit.taskapi.task import RunContext, Task, limit_count
@@ -73,9 +74,25 @@ def load_tasks(config: RunConfig) -> list[TaskRun]:
 
 
 def plan(config: RunConfig, backend=None, task_runs: Optional[list[TaskRun]] = None) -> Plan:
-    """Docs and requests of every task; ``backend`` renders chat templates when the run asks for them."""
-    ctx = config.context(render_chat=backend.apply_chat_template if backend is not None else None)
+    """Docs and requests of every task; ``backend`` renders chat templates when the run asks for them
+    and tokenizes for tasks that size prompts in tokens."""
+    ctx = config.context(render_chat=backend.apply_chat_template if backend is not None else None,
+                         tokenize=token_counter(backend) if backend is not None else None)
     task_runs = task_runs if task_runs is not None else load_tasks(config)
     for tr in task_runs:
         tr.requests = [tr.task.requests(d, ctx) for d in tr.docs]
     return Plan(config, ctx, task_runs)
+
+
+def token_counter(backend):
+    """Token ids of a text by the backend's tokenizer (``text_tokenizer()`` where a backend has one
+    that needs no engine, e.g. vllm), loaded on first use; None when it has no tokenizer."""
+    if getattr(type(backend), "encode", Backend.encode) is Backend.encode and not hasattr(backend, "text_tokenizer"):
+        return None
+
+    def count(text: str) -> list:
+        tok = backend.text_tokenizer() if hasattr(backend, "text_tokenizer") else getattr(backend, "tokenizer", None)
+        if tok is None:  # openai backend in text mode
+            raise NotImplementedError("no tokenizer")
+        return tok.encode(text, add_special_tokens=False)
+    return count

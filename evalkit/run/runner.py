@@ -16,12 +16,11 @@ from __future__ import annotations
 import time
 from typing import Optional
 
-from evalkit.backends.base import Backend
 from evalkit.records import ModelInfo, Run, new_run, write_run
 from evalkit.run.checks import prompts_over_context
 from evalkit.run.config import RunConfig
 from evalkit.run.engine import Engine
-from evalkit.run.plan import Plan, TaskRun, load_tasks, make_task, plan, select_docs, shard_of, task_limit
+from evalkit.run.plan import Plan, TaskRun, load_tasks, make_task, plan, select_docs, shard_of, task_limit, token_counter
 from evalkit.run.post_process import finish_task, post_process
 from evalkit.run.score import TaskScores, score, score_docs
 
@@ -63,20 +62,6 @@ def user_model_record(p: Plan, backend, user_backend, model_spec, user_spec, use
 
 
 # ---- the whole run ----------------------------------------------------------------------------
-def token_counter(backend):
-    """Token ids of a text by the backend's tokenizer (``text_tokenizer()`` where a backend has one
-    that needs no engine, e.g. vllm), loaded on first use; None when it has no tokenizer."""
-    if getattr(type(backend), "encode", Backend.encode) is Backend.encode and not hasattr(backend, "text_tokenizer"):
-        return None
-
-    def count(text: str) -> list:
-        tok = backend.text_tokenizer() if hasattr(backend, "text_tokenizer") else getattr(backend, "tokenizer", None)
-        if tok is None:  # openai backend in text mode
-            raise NotImplementedError("no tokenizer")
-        return tok.encode(text, add_special_tokens=False)
-    return count
-
-
 def model_info(backend, model_spec: str = "", model_args: Optional[dict] = None) -> ModelInfo:
     return ModelInfo(spec=model_spec, name=backend.display_name, backend=backend.name, args=model_args or {},
                      identity=backend.identity(), identity_hash=backend.identity_hash())

@@ -95,3 +95,6 @@ class RunContext:
     fewshot_as_multiturn: Optional[bool] = None
     #: agent tasks: the parser of tool calls in the model's text (``--tool-parser``; None: the backend's default)
     tool_parser: Optional[str] = None
+    #: the model's tokenizer (text -> token ids, no special tokens), for tasks that size their prompts
+    #: in tokens (RULER); None when the backend has none (a server in text mode, a dry run)
+    tokenize: Optional[Callable[[str], list]] = None
