@@ -308,20 +308,19 @@ def format_suite(suite: dict) -> str:
 
 def write_out(config: RunConfig, task_runs, n: int = 3) -> int:
     """``--write-out``: the first prompts of each task as the model would read them; no model."""
-    from evalkit.run.runner import plan
-    p = plan(config, None, task_runs)
+    ctx = config.context()
     if config.apply_chat_template:
         print("(chat template not rendered: it needs the model's tokenizer; the messages are shown)")
-    for tr in p.task_runs:
-        for doc, reqs in list(zip(tr.docs, tr.requests))[:n]:
-            print(f"===== {tr.task.name} doc {doc.id} ({len(reqs)} request(s)) =====")
-            print(json.dumps(tr.task.prompt_of(doc, p.ctx), indent=1, ensure_ascii=False)
-                  if config.apply_chat_template else tr.task.prompt_of(doc, p.ctx))
+    for tr in task_runs:
+        for doc in tr.docs[:n]:
+            print(f"===== {tr.task.name} doc {doc.id} =====")
+            print(json.dumps(tr.task.prompt_of(doc, ctx), indent=1, ensure_ascii=False)
+                  if config.apply_chat_template else tr.task.prompt_of(doc, ctx))
             if doc.choices:
                 print(f"----- choices: {doc.choices!r}  gold: {doc.gold!r}")
             elif doc.target is not None:
                 print(f"----- target: {doc.target!r}")
-    print(f"\n--write-out: {sum(len(tr.docs) for tr in p.task_runs)} docs planned; stopped before loading the model")
+    print(f"\n--write-out: {sum(len(tr.docs) for tr in task_runs)} docs planned; stopped before loading the model")
     return 0
 
 

@@ -1,0 +1,208 @@
+"""RULER's needle-in-a-haystack tasks (Hsieh et al. 2024; NVIDIA/RULER, lm-eval's ``tasks/ruler``):
+``niah_single_1/2/3``, ``niah_multikey_1/2/3``, ``niah_multivalue``, ``niah_multiquery``, and
+``ruler_niah`` (all eight), generated at run time from the run seed and the **model's tokenizer** at
+the lengths asked for (``--task-args niah_single_1:lengths=1024+2048+4096``; default 4096, lm-eval's).
+
+Each prompt is RULER's (``niah.TEMPLATE``) followed by its answer prefix ("The special magic number
+for X mentioned in the provided text is", lm-eval's ``gen_prefix``); greedy, 128 new tokens.
+Scored as RULER scores: ``score`` is the share of the expected values found in the answer
+(``string_match_all``, case-insensitive, after RULER's ``postprocess_pred``). Reported per length
+(``length:N``, with CIs) and the **effective context length**: the longest asked length up to
+which every length's score stays at or above ``threshold`` (RULER's: 0.856, Llama-2-7B at 4k).
+Each sample records its length, the haystack size and where each needle sits in the prompt
+(character offset and depth in %).
+
+Haystacks: ``repeat`` and ``needle`` are generated; ``essay`` (Paul Graham's essays, which RULER
+downloads) is read from ``--data TASK=FILE`` (a text file, or JSON/JSONL records with ``text``).
+What differs from lm-eval: nothing in the generator (``seeding=sequential`` reproduces lm-eval's
+samples; evalkit's default ``seeding=item`` seeds each sample on its own, see ``niah``); prompts are
+sized with the evaluated model's tokenizer without special tokens, where lm-eval counts with the
+tokenizer named in its metadata (special tokens included).
+"""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import ClassVar, Optional
+
+from evalkit.scoring.metric import Metric
+from evalkit.scoring.stats import derive_seed, mean_metric
+from evalkit.taskapi.items import Doc, Scored
+from evalkit.taskapi.requests import GenParams
+from evalkit.taskapi.task import GenerationTask, register_task
+
+from . import niah
+
+#: lm-eval's ruler/niah_utils.py: (haystack, key kind, value kind, keys, values, queries)
+VARIANTS = {
+    "niah_single_1": ("repeat", "words", "numbers", 1, 1, 1),
+    "niah_single_2": ("essay", "words", "numbers", 1, 1, 1),
+    "niah_single_3": ("essay", "words", "uuids", 1, 1, 1),
+    "niah_multikey_1": ("essay", "words", "numbers", 4, 1, 1),
+    "niah_multikey_2": ("needle", "words", "numbers", 1, 1, 1),
+    "niah_multikey_3": ("needle", "uuids", "uuids", 1, 1, 1),
+    "niah_multivalue": ("essay", "words", "numbers", 1, 4, 1),
+    "niah_multiquery": ("essay", "words", "numbers", 1, 1, 4),
+}
+THRESHOLD = 0.856
+
+
+def postprocess(pred: str) -> str:
+    import re
+    return re.sub(r"[\x00-\x1f]", "\n", pred.strip()).strip()
+
+
+def string_match_all(pred: str, refs: list) -> float:
+    return sum(r.lower() in pred.lower() for r in refs) / len(refs)
+
+
+def effective_length(per_length: dict, threshold: float) -> Optional[int]:
+    """The longest length up to which every asked length scores >= threshold (None: not even the first)."""
+    best = None
+    for length in sorted(per_length):
+        if per_length[length] < threshold:
+            break
+        best = length
+    return best
+
+
+class RulerNIAH(GenerationTask):
+    variants: ClassVar[tuple] = ()
+    family: ClassVar[Optional[str]] = "ruler"
+    version = "1"
+    metrics = (Metric("score"),)
+    known_options: ClassVar[tuple] = ("lengths", "samples", "seeding", "threshold")
+
+    def lengths(self) -> list[int]:
+        raw = str(self.options.get("lengths", "4096"))
+        try:
+            out = sorted({int(x) for x in raw.replace(",", "+").split("+") if x.strip()})
+        except ValueError:
+            raise ValueError(f"task {self.name}: lengths={raw!r}: expected token counts joined by '+'") from None
+        if not out or min(out) < 256:
+            raise ValueError(f"task {self.name}: lengths={raw!r}: each length must be >= 256 tokens")
+        return out
+
+    def eval_docs(self) -> list[Doc]:
+        """Placeholders (variant, length, index): the prompts need the model's tokenizer, so they are
+        generated when the run plans its requests (``requests``)."""
+        n = int(self.options.get("samples", 100))
+        if self.options.get("seeding", "item") not in ("item", "sequential"):
+            raise ValueError(f"task {self.name}: seeding must be 'item' or 'sequential'")
+        return [Doc(id=f"{v}/{length}/{i}", query="", meta={"variant": v, "length": length, "index": i})
+                for v in self.variants for length in self.lengths() for i in range(n)]
+
+    def docs_within_limit(self, docs, limit):
+        from evalkit.taskapi.task import first_of_each_group
+        return first_of_each_group(docs, limit, lambda d: (d.meta["variant"], d.meta["length"]))
+
+    def _essay(self) -> str:
+        if not self.data_path:
+            raise ValueError(f"task {self.name}: the essay haystack (Paul Graham's essays) is not bundled: "
+                             f"--data {self.name}=FILE (text, or JSON/JSONL records with 'text')")
+        path = Path(self.data_path)
+        text = path.read_text(encoding="utf-8")
+        if path.suffix in (".json", ".jsonl"):
+            rows = [json.loads(x) for x in text.splitlines() if x.strip()] if path.suffix == ".jsonl" else json.loads(text)
+            text = " ".join(r["text"] for r in rows)
+        return text
+
+    def samples(self, variant: str, length: int, ctx) -> list[dict]:
+        key = (variant, length, ctx.seed)
+        cache = self.__dict__.setdefault("_generated", {})
+        if key not in cache:
+            if ctx.tokenize is None:
+                raise ValueError(f"task {self.name}: RULER sizes prompts with the model's tokenizer; this backend "
+                                 f"has none")
+            kind, k_kind, v_kind, nk, nv, nq = VARIANTS[variant]
+            sent_tokenize = None
+            if kind == "essay":
+                from evalkit.util.nltk_punkt import ensure_punkt_tab
+                ensure_punkt_tab()
+                from nltk import sent_tokenize
+            base = derive_seed(ctx.seed, self.name, variant, length)
+            sequential = self.options.get("seeding", "item") == "sequential"
+            stream = random.Random(ctx.seed)
+            cache[key] = {s["index"]: s for s in niah.generate(
+                lambda text: len(ctx.tokenize(text)), niah.haystack(kind, self._essay() if kind == "essay" else None),
+                max_seq_length=length, type_haystack=kind, type_needle_k=k_kind, type_needle_v=v_kind,
+                num_needle_k=nk, num_needle_v=nv, num_needle_q=nq, num_samples=int(self.options.get("samples", 100)),
+                size_rng=stream if sequential else random.Random(base),
+                sample_rng=(lambda i: stream) if sequential else (lambda i: random.Random(derive_seed(base, i))),
+                sent_tokenize=sent_tokenize)}
+        return cache[key]
+
+    def sample_of_doc(self, doc: Doc, ctx) -> dict:
+        s = self.samples(doc.meta["variant"], doc.meta["length"], ctx).get(doc.meta["index"])
+        if s is None:
+            raise ValueError(f"task {self.name}: sample {doc.id} does not fit its length")
+        return s
+
+    def requests(self, doc, ctx):
+        from evalkit.taskapi.requests import GenerateRequest
+        s = self.sample_of_doc(doc, ctx)
+        doc.meta["outputs"] = s["outputs"]
+        doc.meta["needles"] = [{"offset": s["input"].find(n), "depth": round(100 * s["input"].find(n) / len(s["input"]), 1)}
+                               for n in s["needles"]]
+        doc.meta["prompt_tokens"] = s["length"] - 128
+        params = GenParams(max_tokens=int(ctx.gen_overrides.get("max_tokens", 128)), temperature=0.0)
+        if ctx.apply_chat_template and ctx.render_chat is not None:
+            prompt = ctx.render_chat([{"role": "user", "content": s["input"]}]) + s["gen_prefix"]
+        else:
+            prompt = s["input"] + " " + s["gen_prefix"]
+        return [GenerateRequest(prompt=prompt, params=params)]
+
+    def prompt_of(self, doc, ctx):
+        return f"(generated at run time with the model's tokenizer: {doc.meta['variant']} at {doc.meta['length']} tokens)"
+
+    def score_text(self, doc, text):
+        outputs = doc.meta.get("outputs")
+        if outputs is None:
+            raise ValueError(f"task {self.name}: {doc.id} was scored before its prompt was generated")
+        return Scored({"score": string_match_all(postprocess(text), outputs)}, extracted=postprocess(text),
+                      target=outputs, extra={"variant": doc.meta["variant"], "length": doc.meta["length"],
+                                             "needles": doc.meta["needles"], "prompt_tokens": doc.meta["prompt_tokens"]})
+
+    def breakdowns(self, samples):
+        out = {}
+        for length in sorted({s.extra["length"] for s in samples}):
+            out[f"length:{length}"] = {"score": mean_metric([s.metrics["score"] for s in samples
+                                                             if s.extra["length"] == length])}
+        if len(self.variants) > 1:
+            for v in self.variants:
+                vals = [s.metrics["score"] for s in samples if s.extra["variant"] == v]
+                if vals:
+                    out[f"task:{v}"] = {"score": mean_metric(vals)}
+        return out
+
+    def run_extra(self, samples):
+        per = {}
+        for s in samples:
+            per.setdefault(s.extra["length"], []).append(s.metrics["score"])
+        means = {k: sum(v) / len(v) for k, v in per.items()}
+        threshold = float(self.options.get("threshold", THRESHOLD))
+        return {**super().run_extra(samples), "ruler": {
+            "per_length": {str(k): round(means[k], 4) for k in sorted(means)}, "threshold": threshold,
+            "effective_length": effective_length(means, threshold),
+            "seeding": self.options.get("seeding", "item")}}
+
+
+def _variant_task(name: str) -> type:
+    cls = type(f"Ruler_{name}", (RulerNIAH,), {
+        "name": name, "variants": (name,), "__module__": __name__,
+        "description": f"RULER {name} ({VARIANTS[name][0]} haystack): needles at the model's lengths, "
+                       f"string_match_all, per-length scores and effective length"})
+    cls.__qualname__ = cls.__name__
+    return register_task(cls)
+
+
+for _name in VARIANTS:
+    globals()[f"Ruler_{_name}"] = _variant_task(_name)
+
+
+@register_task
+class RulerNIAHAll(RulerNIAH):
+    name = "ruler_niah"
+    description = "RULER's eight needle-in-a-haystack tasks (essay ones need --data ruler_niah=FILE)"
+    variants = tuple(VARIANTS)
