@@ -72,6 +72,10 @@ def render_breakdowns(store, cells, col: str, metric: str) -> None:
     base = metric if metric in names else metric.rsplit("_turn", 1)[0]
     bmetric = st.selectbox("Breakdown metric", names, index=names.index(base) if base in names else 0, key="bd_metric")
     part = part[part["metric"] == bmetric]
+    if dim == "length" and part["group"].str.isdigit().all():  # long context (RULER): score against length
+        curve = part.assign(k=part["group"].astype(int))
+        st.altair_chart(charts.passk_curves(curve, f"{bmetric} against context length", y_title=bmetric,
+                                            x_title="context length (tokens)"), key="bd_length_curve", width="stretch")
     st.altair_chart(charts.breakdown_heatmap(part, f"{dim}: {bmetric} ({part['group'].nunique()} groups)"),
                     key="bd_chart", width="stretch")
     wide = part.assign(cell=[tables.cell_text(v, lo, hi, n) for v, lo, hi, n in

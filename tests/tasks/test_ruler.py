@@ -92,3 +92,62 @@ def test_the_bundled_model_finds_needles_at_1k_and_2k(tiny_model_dir, hf_backend
                              task_args=args, gen_kwargs={"max_tokens": 24})
     assert again.engine.get("computed", 0) == 0  # the same prompts: all from the cache
     assert [r["metrics"] for r in again.samples["niah_single_1"]] == [r["metrics"] for r in rows]
+
+
+def test_the_leaderboard_draws_score_against_length(monkeypatch, tmp_path):
+    """A RULER record (two models, scored by a scripted answerer) on the task page: the length curve."""
+    import json
+    pytest.importorskip("streamlit")
+    from pathlib import Path
+    from streamlit.testing.v1 import AppTest
+    from evalkit.backends.base import Backend
+    from evalkit.taskapi.requests import Completion
+
+    class Finder(Backend):
+        name = "finder"
+
+        def __init__(self, reach):
+            self.reach = reach  # finds the needle only in prompts shorter than this many characters
+
+        def identity(self):
+            return {"model": f"finder-{self.reach}"}
+
+        def tokenizer_encode(self, text):
+            return text.split()
+
+        def text_tokenizer(self):
+            class Words:
+                def encode(_, text, add_special_tokens=False):
+                    return text.split()
+            return Words()
+
+        def loglikelihood(self, requests):
+            raise NotImplementedError
+
+        def generate(self, requests):
+            out = []
+            for r in requests:
+                import re
+                key = re.search(r"special magic number for (.+?) mentioned in the provided text\?", r.prompt).group(1)
+                found = re.search(rf"for {re.escape(key)} is: (\d+)\.", r.prompt)
+                value = found.group(1) if found and len(r.prompt) < self.reach else "no idea"
+                out.append([Completion(value, "stop")])
+            return out
+
+    args = {"niah_multikey_2": {"lengths": "512+1024+2048", "samples": 3}}
+    for reach in (4000, 50_000):
+        evalkit.evaluate(model=Finder(reach), tasks=["niah_multikey_2"], output=str(tmp_path), cache=False, task_args=args)
+    monkeypatch.setenv("EVALKIT_DASHBOARD_RESULTS", str(tmp_path))
+    monkeypatch.setenv("EVALKIT_DASHBOARD_BATTLES", "")
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboards" / "app.py"), default_timeout=120).run()
+    at.sidebar.radio(key="view").set_value("Task")
+    at.run()
+    at.selectbox(key="bd_dim").set_value("length")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    curve = next(s for s in specs if "context length" in json.dumps(s))
+    assert curve["layer"][1]["encoding"]["x"]["axis"]["values"] == [512, 1024, 2048]
+    table = next(d.value for d in at.dataframe if "finder-4000" in d.value.columns)
+    assert list(table.index) == ["1024", "2048", "512"] and "finder-50000" in table.columns
+    assert table.loc["512", "finder-4000"].startswith("1") and table.loc["2048", "finder-4000"].startswith("0")
