@@ -52,7 +52,8 @@ def environment(results: str, battles) -> dict:
 
 def run(args) -> int:
     if importlib.util.find_spec("streamlit") is None or importlib.util.find_spec("altair") is None:
-        raise ValueError("the leaderboard needs streamlit and altair: pip install 'evalkit-harness[dashboard]'")
+        from evalkit.util.extras import install_hint
+        raise ValueError(f"the leaderboard needs streamlit and altair: {install_hint('dashboard')}")
     if not Path(args.results).is_dir():
         raise ValueError(f"--results {args.results}: no such folder")
     for b in args.battles:

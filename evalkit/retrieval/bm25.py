@@ -15,8 +15,8 @@ def bm25_run(doc_ids: Sequence[str], doc_texts: Sequence[str], query_ids: Sequen
     try:
         import bm25s
     except ImportError:
-        raise ValueError("the bm25 retriever needs the retrieval extra: pip install 'evalkit-harness[retrieval]' "
-                         "(bm25s)") from None
+        from evalkit.util.extras import install_hint
+        raise ValueError(f"the bm25 retriever needs the retrieval extra: {install_hint('retrieval')} (bm25s)") from None
     if not doc_ids:
         raise ValueError("bm25: empty corpus")
     t0 = time.time()

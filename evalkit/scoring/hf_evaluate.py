@@ -80,8 +80,9 @@ def load(name: str):
     try:
         import evaluate
     except ImportError:
+        from evalkit.util.extras import install_hint
         raise ValueError(f"--metric evaluate:{name}: the 'evaluate' package is not installed "
-                         "(pip install 'evalkit-harness[metrics]')") from None
+                         f"({install_hint('metrics')})") from None
     try:
         module = evaluate.load(name)
     except Exception as e:  # offline, unknown name, missing dependency of the metric script

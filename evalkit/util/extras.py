@@ -31,8 +31,40 @@ class MissingExtra(RuntimeError):
     """An optional dependency is not installed; the message names the extra to install."""
 
 
+def install_source() -> Optional[str]:
+    """Where this evalkit was installed from, when not from an index (PEP 610's ``direct_url.json``):
+    a local folder (``-e FOLDER`` when editable), a wheel or sdist file, or a VCS URL (``git+URL@rev``)."""
+    import json
+    from importlib.metadata import PackageNotFoundError, distribution
+    try:
+        text = distribution(DIST).read_text("direct_url.json")
+    except PackageNotFoundError:
+        return None
+    if not text:
+        return None
+    try:
+        d = json.loads(text)
+    except ValueError:
+        return None
+    url = d.get("url") or ""
+    if "vcs_info" in d:
+        rev = d["vcs_info"].get("requested_revision")
+        return f"git+{url}" + (f"@{rev}" if rev else "")
+    path = url[len("file://"):] if url.startswith("file://") else url
+    return f"-e {path}" if (d.get("dir_info") or {}).get("editable") else path or None
+
+
 def install_hint(extra: str) -> str:
-    return f"pip install '{DIST}[{extra}]'"
+    """The pip line that adds ``extra`` to this installation: from PyPI by name, or, while the name is
+    not published, from where this copy came from (its clone, its wheel, its git URL)."""
+    src = install_source()
+    if src is None:
+        return f"pip install '{DIST}[{extra}]'"
+    if src.startswith("git+"):
+        return f"pip install '{DIST}[{extra}] @ {src}'"
+    if src.startswith("-e "):
+        return f"pip install -e '{src[3:]}[{extra}]'"
+    return f"pip install '{src}[{extra}]'"
 
 
 def message_for(module: str, what: Optional[str] = None) -> Optional[str]:

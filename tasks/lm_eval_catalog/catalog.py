@@ -26,7 +26,8 @@ def require():
     try:
         import lm_eval
     except ImportError:
-        raise ConfigError("lm-eval's tasks need the lm-eval package: pip install 'evalkit-harness[lm-eval]' "
+        from evalkit.util.extras import install_hint
+        raise ConfigError(f"lm-eval's tasks need the lm-eval package: {install_hint('lm-eval')} "
                           "(or pip install lm-eval; it installs without torch)") from None
     return lm_eval
 

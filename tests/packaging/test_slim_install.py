@@ -49,7 +49,7 @@ def slim(tmp_path_factory):
     _sh([str(py), "-m", "pip", "install", "-q", str(wheel)])
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PATH"] = f"{venv / 'bin'}:{env.get('PATH', '')}"
-    return {"root": root, "py": py, "evalkit": venv / "bin" / "evalkit", "env": env}
+    return {"root": root, "py": py, "evalkit": venv / "bin" / "evalkit", "env": env, "wheel": wheel}
 
 
 def ek(slim, *args, cwd=None):
@@ -142,7 +142,8 @@ def test_slim_score_arena_cache_and_missing_extras(slim, tmp_path):
         assert p.returncode == 2, (args, p.stderr)
         line = p.stderr.strip()
         assert len(line.splitlines()) == 1 and "Traceback" not in line, line
-        assert line.endswith(f"pip install 'evalkit-harness[{extra}]'") or "'eval' extra" in line, line
+        # installed from a wheel file (the name is not on PyPI yet): the hint installs the extra from it
+        assert line.endswith(f"pip install '{slim['wheel']}[{extra}]'") or "'eval' extra" in line, line
 
 
 def test_slim_lm_eval_export_and_import(slim, tmp_path):
@@ -156,3 +157,46 @@ def test_slim_lm_eval_export_and_import(slim, tmp_path):
     (back,) = [d for d in (tmp_path / "back").iterdir() if (d / "run.json").exists()]
     p = ek(slim, "compare", base, back)
     assert p.returncode == 0 and "no regression" in p.stdout, p.stderr
+
+
+def test_the_wheel_holds_every_package_and_data_file_the_release_checks(slim):
+    """What the release workflow runs after installing the wheel alone (python -m evalkit.release_check)."""
+    p = subprocess.run([str(slim["py"]), "-m", "evalkit.release_check"], capture_output=True, text=True,
+                       env=slim["env"], cwd=slim["root"], timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "10 packages" in p.stdout
+
+
+def test_the_gate_actions_install_step_installs_from_its_own_repository(tmp_path):
+    """The action's install step (install.sh) as GitHub runs it: GITHUB_ACTION_PATH inside the repository,
+    INSTALL=action; the venv then runs evalkit from the repository, not from PyPI (the name is not
+    published yet). Dependencies come from the machine (--system-site-packages, PIP_NO_DEPS)."""
+    venv = tmp_path / "venv"
+    _sh([sys.executable, "-m", "venv", "--system-site-packages", str(venv)])
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(GITHUB_ACTION_PATH=str(REPO / ".github" / "actions" / "gate"), INSTALL="action", EXTRAS="",
+               PYTHON=str(venv / "bin" / "python"), PIP_NO_DEPS="1", PIP_NO_BUILD_ISOLATION="1", CI="true",
+               GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"), GITHUB_OUTPUT=str(tmp_path / "out.txt"))
+    p = subprocess.run(["bash", str(REPO / ".github" / "actions" / "gate" / "install.sh")], capture_output=True,
+                       text=True, env=env, cwd=tmp_path, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert f"pip install {REPO}" in p.stdout
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import evalkit, sys; print(evalkit.__file__)"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path).stdout
+    assert str(venv) in where  # installed into the venv, from the repository
+    env["GITHUB_ACTION_PATH"] = str(tmp_path)
+    p = subprocess.run(["bash", str(REPO / ".github" / "actions" / "gate" / "install.sh")], capture_output=True,
+                       text=True, env=env, cwd=tmp_path, timeout=60)
+    assert p.returncode == 2 and "no pyproject.toml" in p.stderr
+
+
+def test_the_release_workflow_builds_tests_the_wheel_alone_and_publishes():
+    import yaml
+    wf = yaml.safe_load((REPO / ".github" / "workflows" / "release.yml").read_text())
+    on = wf.get("on") or wf.get(True)
+    assert on["push"]["tags"] == ["v*"]
+    build = "\n".join(str(s.get("run", "")) for s in wf["jobs"]["build"]["steps"])
+    assert "python -m build" in build and "venv" in build and "evalkit.release_check" in build
+    publish = wf["jobs"]["publish"]
+    assert publish["needs"] == "build" and publish["permissions"] == {"id-token": "write"}
+    assert any(str(s.get("uses", "")).startswith("pypa/gh-action-pypi-publish") for s in publish["steps"])
