@@ -67,6 +67,25 @@ def _address(address1, address2, city, state, country, zip):
     return {"address1": address1, "address2": address2, "city": city, "country": country, "state": state, "zip": zip}
 
 
+def _price_difference(db, order, item_ids, new_item_ids, distinct):
+    """τ²-bench's loop over (old, new) item pairs: each new item a variant of the old one's product, in
+    stock; returns the price difference and the last new variant (which τ²-bench's
+    ``modify_pending_order_items`` prices every modified item at). ``distinct``: an item may not be
+    replaced by itself (modify checks it, exchange does not)."""
+    diff_price, variant = 0, None
+    for item_id, new_item_id in zip(item_ids, new_item_ids):
+        if distinct and item_id == new_item_id:
+            raise ValueError("The new item id should be different from the old item id")
+        item = next((i for i in order["items"] if i["item_id"] == item_id), None)
+        if item is None:
+            raise ValueError(f"Item {item_id} not found")
+        variant = _variant(db, item["product_id"], new_item_id)
+        if not variant["available"]:
+            raise ValueError(f"New item {new_item_id} not found or available")
+        diff_price += variant["price"] - item["price"]
+    return diff_price, variant
+
+
 def calculate(db, expression):
     if not all(char in "0123456789+-*/(). " for char in expression):
         raise ValueError("Invalid characters in expression")
@@ -104,15 +123,7 @@ def exchange_delivered_order_items(db, order_id, item_ids, new_item_ids, payment
             raise ValueError(f"Number of {item_id} not found.")
     if len(item_ids) != len(new_item_ids):
         raise ValueError("The number of items to be exchanged should match.")
-    diff_price = 0
-    for item_id, new_item_id in zip(item_ids, new_item_ids):
-        item = next((i for i in order["items"] if i["item_id"] == item_id), None)
-        if item is None:
-            raise ValueError(f"Item {item_id} not found")
-        variant = _variant(db, item["product_id"], new_item_id)
-        if not variant["available"]:
-            raise ValueError(f"New item {new_item_id} not found or available")
-        diff_price += variant["price"] - item["price"]
+    diff_price, _ = _price_difference(db, order, item_ids, new_item_ids, distinct=False)
     diff_price = round(diff_price, 2)
     pm = _payment_method(db, order["user_id"], payment_method_id)
     if _gift_card(pm) and pm["balance"] < diff_price:
@@ -178,18 +189,7 @@ def modify_pending_order_items(db, order_id, item_ids, new_item_ids, payment_met
             raise ValueError(f"{item_id} not found")
     if len(item_ids) != len(new_item_ids):
         raise ValueError("The number of items to be exchanged should match")
-    diff_price = 0
-    variant = None
-    for item_id, new_item_id in zip(item_ids, new_item_ids):
-        if item_id == new_item_id:
-            raise ValueError("The new item id should be different from the old item id")
-        item = next((i for i in order["items"] if i["item_id"] == item_id), None)
-        if item is None:
-            raise ValueError(f"Item {item_id} not found")
-        variant = _variant(db, item["product_id"], new_item_id)
-        if not variant["available"]:
-            raise ValueError(f"New item {new_item_id} not found or available")
-        diff_price += variant["price"] - item["price"]
+    diff_price, variant = _price_difference(db, order, item_ids, new_item_ids, distinct=True)
     pm = _payment_method(db, order["user_id"], payment_method_id)
     if _gift_card(pm) and pm["balance"] < diff_price:
         raise ValueError("Insufficient gift card balance to pay for the new item")

@@ -27,61 +27,49 @@ def tag(system_prompt: str) -> str:
     return "task " + hashlib.sha1(system_prompt.encode()).hexdigest()[:12]
 
 
-class GoldAgent(Backend):
-    """Plays each task's gold actions as tool calls, then tells the customer what it must communicate."""
+class Chat(Backend):
+    """A scripted chat model: ``reply(messages)`` gives (text, tool calls) for each model turn."""
 
-    name = "gold-agent"
+    name = "scripted-chat"
+
+    def identity(self):
+        return {"model": type(self).__name__}
+
+    def loglikelihood(self, requests):
+        raise NotImplementedError
+
+    def generate(self, requests):
+        raise NotImplementedError
+
+    def tool_chat(self, requests):
+        out = []
+        for r in requests:
+            text, calls = self.reply(r.message_dicts())
+            out.append([Completion(text, "stop", tool_calls=calls, content=text)])
+        return out
+
+
+class GoldAgent(Chat):
+    """Plays each task's gold actions as tool calls, then tells the customer what it must communicate."""
 
     def __init__(self, tasks_by_tag: dict):
         self.tasks = tasks_by_tag
 
-    def identity(self):
-        return {"model": "gold-agent"}
-
-    def loglikelihood(self, requests):
-        raise NotImplementedError
-
-    def generate(self, requests):
-        raise NotImplementedError
-
-    def tool_chat(self, requests):
-        out = []
-        for r in requests:
-            msgs = r.message_dicts()
-            task = self.tasks[next(m["content"] for m in msgs if m["role"] == "user")]
-            done = sum(1 for m in msgs if m["role"] == "assistant" and m.get("tool_calls"))
-            actions = evaluate.gold_actions(task)
-            if done < len(actions):
-                a = actions[done]
-                out.append([Completion("", "stop", tool_calls=[{"name": a["name"], "arguments": a["arguments"]}],
-                                       content="")])
-            else:
-                infos = task["evaluation_criteria"].get("communicate_info") or []
-                out.append([Completion("Done. " + " ".join(infos), "stop", tool_calls=[])])
-        return out
+    def reply(self, msgs):
+        task = self.tasks[next(m["content"] for m in msgs if m["role"] == "user")]
+        done = sum(1 for m in msgs if m["role"] == "assistant" and m.get("tool_calls"))
+        actions = evaluate.gold_actions(task)
+        if done < len(actions):
+            return "", [{"name": actions[done]["name"], "arguments": actions[done]["arguments"]}]
+        return "Done. " + " ".join(task["evaluation_criteria"].get("communicate_info") or []), []
 
 
-class Customer(Backend):
+class Customer(Chat):
     """Names its task (a hash of its scenario), then stops once the agent answered."""
 
-    name = "customer"
-
-    def identity(self):
-        return {"model": "scripted-customer"}
-
-    def loglikelihood(self, requests):
-        raise NotImplementedError
-
-    def generate(self, requests):
-        raise NotImplementedError
-
-    def tool_chat(self, requests):
-        out = []
-        for r in requests:
-            msgs = r.message_dicts()
-            said = sum(m["role"] == "assistant" for m in msgs)
-            out.append([Completion(tag(msgs[0]["content"]) if said == 0 else "Thanks. ###STOP###", "stop", tool_calls=[])])
-        return out
+    def reply(self, msgs):
+        said = sum(m["role"] == "assistant" for m in msgs)
+        return (tag(msgs[0]["content"]) if said == 0 else "Thanks. ###STOP###"), []
 
 
 def tasks_by_tag(domain: str) -> dict:
@@ -106,7 +94,7 @@ def test_gold_actions_played_by_the_agent_get_reward_1_on_every_task(domain):
     assert m["reward"].value == 1.0 and m["fail_db"].value == 0.0 and m["reward"].n == n
     first = rows[0]["responses"][0]
     assert first["messages"][1] == {"role": "assistant", "content": "Hi! How can I help you today?"}
-    assert first["stop_reason"] == "user_stop" and run.user_model["identity"] == {"model": "scripted-customer"}
+    assert first["stop_reason"] == "user_stop" and run.user_model["identity"] == {"model": "Customer"}
 
 
 def reference(domain: str):
