@@ -160,8 +160,8 @@ def test_slim_lm_eval_export_and_import(slim, tmp_path):
 
 
 def test_the_wheel_holds_every_package_and_data_file_the_release_checks(slim):
-    """What the release workflow runs after installing the wheel alone (python -m evalkit.release_check)."""
-    p = subprocess.run([str(slim["py"]), "-m", "evalkit.release_check"], capture_output=True, text=True,
+    """What the release workflow runs after installing the wheel alone (python -m evalkit.ci.release_check)."""
+    p = subprocess.run([str(slim["py"]), "-m", "evalkit.ci.release_check"], capture_output=True, text=True,
                        env=slim["env"], cwd=slim["root"], timeout=120)
     assert p.returncode == 0, p.stderr
     assert "10 packages" in p.stdout
@@ -196,7 +196,7 @@ def test_the_release_workflow_builds_tests_the_wheel_alone_and_publishes():
     on = wf.get("on") or wf.get(True)
     assert on["push"]["tags"] == ["v*"]
     build = "\n".join(str(s.get("run", "")) for s in wf["jobs"]["build"]["steps"])
-    assert "python -m build" in build and "venv" in build and "evalkit.release_check" in build
+    assert "python -m build" in build and "venv" in build and "evalkit.ci.release_check" in build
     publish = wf["jobs"]["publish"]
     assert publish["needs"] == "build" and publish["permissions"] == {"id-token": "write"}
     assert any(str(s.get("uses", "")).startswith("pypa/gh-action-pypi-publish") for s in publish["steps"])

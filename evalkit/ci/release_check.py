@@ -1,4 +1,4 @@
-"""``python -m evalkit.release_check``: what a built wheel must hold, checked after installing it
+"""``python -m evalkit.ci.release_check``: what a built wheel must hold, checked after installing it
 alone into a clean venv (the release workflow runs it): the packages (evalkit, its tasks, judges and
 dashboard) and the data files they read at run time. Exits 1 naming what is missing."""
 from __future__ import annotations
