@@ -102,6 +102,8 @@ def _main(argv: list) -> int:
     from evalkit.taskapi import data
     data.DATA_FLAG_HINT = "--data TASK=PATH"  # a command that takes another form sets its own
     try:
+        from evalkit.cli.options import check as check_options
+        check_options(args)  # the options every command shares, before any of its work (#38)
         return int(args.func(args) or 0)
     except USER_ERRORS + (MissingExtra,) as e:
         if args.verbose:

@@ -76,9 +76,9 @@ def run(args):
         if ":" not in item:
             raise ValueError(f"--task-args {item!r}: expected TASK:K=V,...")
         t, kv = item.split(":", 1)
-        options[t] = parse_model_args(kv)
-    if args.limit is not None and args.limit < 1:
-        raise ValueError("--limit must be >= 1")
+        options[t] = parse_model_args(kv, f"--task-args {t}")
+    from evalkit.cli.options import check_limit
+    check_limit(args.limit, "check-canonical")
     ok = True
     for name in tasks:
         res = check_task(name, data.get(name), options.get(name), args.limit, args.output)

@@ -30,6 +30,6 @@ def run(args):
 
     info = export(args.task, args.format, args.output, split=args.split, data_path=args.data, limit=args.limit,
                   chat=args.chat, seed=args.seed, num_fewshot=args.num_fewshot, system_prompt=args.system_prompt,
-                  **parse_model_args(args.task_args))
+                  **parse_model_args(args.task_args, "--task-args"))
     print(f"wrote {info['rows']} rows to {info['path']} (verifier {info['verifier_hash']})", file=sys.stderr)
     return 0

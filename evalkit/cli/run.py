@@ -132,8 +132,8 @@ def build_config(args) -> RunConfig:
     gen = {**(suite.settings.get("gen_kwargs", {}) if suite else {}), **parse_model_args(args.gen_kwargs, "--gen-kwargs")}
     validation.check_gen_overrides(gen)
     validation.check_num_fewshot(args.num_fewshot)
-    if args.limit is not None and not (0 < args.limit < 1 or (args.limit >= 1 and args.limit == int(args.limit))):
-        raise ValueError(f"--limit {args.limit:g}: must be a number of docs >= 1 or a fraction in (0, 1)")
+    from evalkit.cli.options import check_limit
+    check_limit(args.limit, "run")  # the shared rule (evalkit.cli.options); gate builds its args here too
     lm_gen = getattr(args, "lm_eval_gen", None) or {}  # lm-eval's --gen_kwargs, translated
     validation.check_gen_overrides({k: v for k, v in lm_gen.items() if k != "stop"}, "--gen_kwargs")
     gen.update(lm_gen)

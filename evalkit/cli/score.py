@@ -49,11 +49,11 @@ def run(args):
         return _score_retrieval_run(args)
     if not args.predictions:
         raise ValueError("--predictions is required (retrieval tasks take --run and --qrels instead)")
-    if args.limit is not None and args.limit < 1:
-        raise ValueError("--limit must be >= 1")
+    from evalkit.cli.options import check_limit
+    check_limit(args.limit, "score")
     metrics = appended_metrics([args.task], args.metric)
     cfg = ScoreConfig(task=args.task, predictions=args.predictions, references=args.references,
-                      data_path=args.data, task_options=parse_model_args(args.task_args), seed=args.seed,
+                      data_path=args.data, task_options=parse_model_args(args.task_args, "--task-args"), seed=args.seed,
                       limit=args.limit, name=args.name, tags=args.tag, metrics=metrics)
     run = rescore(cfg, None if args.no_output else args.output)
     print(format_table(run))
@@ -66,7 +66,7 @@ def _score_retrieval_run(args):
     from evalkit.retrieval.scoring import score_saved_run
     if not (args.run and args.qrels):
         raise ValueError("a retrieval run is scored with both --run RUN and --qrels QRELS")
-    out = score_saved_run(args.task, args.run, args.qrels, parse_model_args(args.task_args),
+    out = score_saved_run(args.task, args.run, args.qrels, parse_model_args(args.task_args, "--task-args"),
                           seed=1234 if args.seed is None else args.seed, name=args.name,
                           output_dir=None if args.no_output else args.output, tags=args.tag)
     print(format_table(out["run"]))

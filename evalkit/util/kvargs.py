@@ -11,7 +11,7 @@ def parse_model_args(text: str | None, flag: str = "--model-args") -> dict:
         part = part.strip()
         if not part:
             continue
-        if "=" not in part:
+        if "=" not in part or not part.split("=", 1)[0].strip():
             raise ValueError(f"{flag}: {part!r} is not key=value")
         k, v = part.split("=", 1)
         out[k.strip()] = _coerce(v.strip())

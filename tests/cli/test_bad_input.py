@@ -438,3 +438,93 @@ def test_every_command_checks_its_options_before_any_work(capsys, tmp_path, reco
         argv += ["--input", str(pairs), "--no-cache"] + ([] if "--output" in argv else ["--output", str(tmp_path / "s")])
     assert_error(capsys, argv, *needles)
     assert not (tmp_path / "s").exists()
+
+
+# ---- one option check for every command (#38 item 10: evalkit.cli.options) ------------------------
+# Placeholders: GSM (the gsm fixture folder), PAIRS (a reward input file), FILE (an existing plain file),
+# DIR (an existing folder), RUN (a run record; compare only). Each case: exit 2, one line naming the
+# flag and what is allowed, no traceback, nothing written.
+ALL_COMMANDS = [
+    ("run", ["run", "--model", NO_MODEL, "--tasks", "gsm8k", "--data", "gsm8k=GSM", "--limit", "-1"],
+     ["--limit -1: must be a number of docs >= 1 or a fraction in (0, 1)"]),
+    ("run", ["run", "--model", NO_MODEL, "--tasks", "gsm8k", "--data", "gsm8k=GSM", "--output", "FILE"],
+     ["--output", "is a file, not a folder"]),
+    ("run", ["run", "--model", NO_MODEL, "--tasks", "gsm8k", "--data", "gsm8k=GSM", "--model-args", "=1"],
+     ["--model-args: '=1' is not key=value"]),
+    ("run", ["run", "--model", "hf", "--model_args", "pretrained=/nonexistent,junk", "--tasks", "gsm8k"],
+     ["--model_args: 'junk' is not key=value"]),  # through the lm-eval argument translation (#38 item 8)
+    ("reward", ["reward", "--model", NO_MODEL, "--input", "PAIRS", "--output", "DIR"],
+     ["--output", "is a folder, not a file"]),
+    ("reward", ["reward", "--model", NO_MODEL, "--input", "PAIRS", "--output", "OUT/s.jsonl", "--model-args", "junk"],
+     ["--model-args: 'junk' is not key=value"]),
+    ("export-rl", ["export-rl", "--task", "gsm8k", "--format", "trl", "--data", "GSM", "--output", "OUT",
+                   "--num-fewshot", "-2"], ["--num-fewshot -2: must be an integer >= 0"]),
+    ("export-rl", ["export-rl", "--task", "gsm8k", "--format", "trl", "--data", "GSM", "--output", "/proc/evalkit"],
+     ["--output /proc/evalkit: cannot write there"]),
+    ("export-rl", ["export-rl", "--task", "gsm8k", "--format", "trl", "--data", "GSM", "--output", "FILE"],
+     ["--output", "is a file, not a folder"]),
+    ("export-rl", ["export-rl", "--task", "gsm8k", "--format", "trl", "--data", "GSM", "--output", "OUT",
+                   "--task-args", "junk"], ["--task-args: 'junk' is not key=value"]),
+    ("compare", ["compare", "RUN", "RUN", "--margin", "nan"], ["--margin nan", ">= 0"]),
+    ("score", ["score", "--task", "gsm8k", "--predictions", "PAIRS", "--data", "GSM", "--limit", "0"],
+     ["--limit 0: must be a number of predictions >= 1"]),
+    ("score", ["score", "--task", "gsm8k", "--predictions", "PAIRS", "--data", "GSM", "--output", "/proc/evalkit"],
+     ["--output /proc/evalkit: cannot write there"]),
+    ("score", ["score", "--task", "gsm8k", "--predictions", "PAIRS", "--data", "GSM", "--task-args", "junk"],
+     ["--task-args: 'junk' is not key=value"]),
+    ("retrieve", ["retrieve", "--task", "retrieval", "--data", "DIR", "--limit", "0"],
+     ["--limit 0: must be a number of queries >= 1"]),
+    ("retrieve", ["retrieve", "--task", "retrieval", "--data", "DIR", "--batch-size", "0"],
+     ["--batch-size 0: must be an integer >= 1"]),
+    ("retrieve", ["retrieve", "--task", "retrieval", "--data", "DIR", "--depth", "0"], ["--depth 0"]),
+    ("retrieve", ["retrieve", "--task", "retrieval", "--data", "DIR", "--output", "/proc/evalkit"],
+     ["--output /proc/evalkit: cannot write there"]),
+    ("arena", ["arena", "rate", "PAIRS", "--rounds", "0"], ["--rounds 0: must be an integer >= 1"]),
+    ("arena", ["arena", "rate", "PAIRS", "--output", "FILE"], ["--output", "is a file, not a folder"]),
+    ("arena", ["arena", "run", "--models", "hf:a,hf:b", "--judge", "hf:j", "--limit", "0"],
+     ["--limit 0: must be a number of questions >= 1"]),
+    ("arena", ["arena", "run", "--models", "hf:a,hf:b", "--judge", "hf:j", "--budget", "0"], ["--budget 0"]),
+    ("import", ["import", "lm-eval", "DIR", "--output", "/proc/evalkit"], ["--output /proc/evalkit: cannot write"]),
+    ("import", ["import", "lm-eval", "DIR", "--output", "FILE"], ["--output", "is a file, not a folder"]),
+    ("mt-bench", ["mt-bench", "--model", "hf:x", "--judge", "hf:y", "--limit", "0"], ["--limit 0"]),
+    ("check-canonical", ["check-canonical", "--tasks", "humaneval", "--limit", "-1"], ["--limit -1"]),
+]
+
+
+@pytest.mark.parametrize("command, argv, needles", ALL_COMMANDS, ids=[f"{c[0]}-{i}" for i, c in enumerate(ALL_COMMANDS)])
+def test_every_command_shares_one_option_check(capsys, gsm, tmp_path, request, command, argv, needles):
+    """#38 item 10: the same checks (--limit, counts, --margin, --output, key=value lists) on every command,
+    one line each, before a model loads or anything is written."""
+    pairs, plain = tmp_path / "pairs.jsonl", tmp_path / "plain.txt"
+    pairs.write_text(json.dumps({"prompt": "hi", "response": "hello"}) + "\n")
+    plain.write_text("mine")
+    subs = {"GSM": str(gsm), "PAIRS": str(pairs), "FILE": str(plain), "DIR": str(tmp_path / "gsm"),
+            "OUT": str(tmp_path / "out")}
+    if "RUN" in argv:
+        subs["RUN"] = str(request.getfixturevalue("record"))
+    argv = [next((a.replace(k, v) for k, v in subs.items() if a == k or a.startswith(k + "/") or a.endswith("=" + k)), a)
+            for a in argv]
+    assert_error(capsys, argv + (["--no-cache"] if command in ("run", "reward") else []), *needles)
+    assert plain.read_text() == "mine" and not (tmp_path / "out").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["gsm", "pairs.jsonl", "plain.txt"] + (["results"] if "RUN" in subs else []))
+
+
+def test_every_command_with_a_shared_option_is_in_the_tables():
+    """A new command that takes --limit or --output gets the shared check (evalkit.cli.options) or fails here."""
+    import argparse as ap
+
+    from evalkit.cli import build_parser, options
+
+    def walk(parser, top):
+        for a in parser._actions:
+            if isinstance(a, ap._SubParsersAction):
+                for name, sp in a.choices.items():
+                    yield from walk(sp, top or name)
+            else:
+                yield top, a.dest
+
+    seen = set(walk(build_parser(), None))
+    assert {c for c, d in seen if d == "limit"} <= set(options.LIMIT_UNIT)
+    assert {c for c, d in seen if d == "output"} <= options.OUTPUT_DIR | options.OUTPUT_FILE
+    assert {c for c, d in seen if d == "margin"} <= {"compare", "power", "gate"}
