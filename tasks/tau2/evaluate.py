@@ -8,9 +8,11 @@
   commas removed (the agent's opening message included).
 * The reward is the product over the task's ``reward_basis`` (default DB and COMMUNICATE); a trial
   that did not end by the user's stop token gets 0 (``premature``), whatever its database.
+* A task without ``evaluation_criteria`` gets 1; one with neither ``actions`` nor ``env_assertions``
+  (null, not an empty list) passes DB unchecked, as in τ²-bench.
 * ACTION checks (each gold action matched by a call with the same name and, for its
-  ``compare_args`` or all its arguments, the same values) are reported for the breakdown; they count
-  in the reward only when ``ACTION`` is in the basis, as in τ²-bench.
+  ``compare_args`` or else the call's own argument names, the same values) are reported for the
+  breakdown; they count in the reward only when ``ACTION`` is in the basis, as in τ²-bench.
 """
 from __future__ import annotations
 
@@ -56,21 +58,36 @@ def communicate(task: dict, texts: list[str]) -> tuple[bool, list]:
 
 def action_checks(task: dict, calls: list) -> list:
     """τ²-bench's ``ActionEvaluator``: each gold action against the agent's calls."""
-    out = []
-    for a in gold_actions(task):
-        keys = a.get("compare_args")
-        want = a.get("arguments") or {}
-        keys = list(want) if keys is None else keys
-        hit = any(c.get("name") == a["name"] and all((c.get("arguments") or {}).get(k) == want.get(k) for k in keys)
-                  for c in calls)
-        out.append({"action": a["name"], "arguments": {k: want.get(k) for k in keys}, "matched": hit})
-    return out
+    return [{"action": a["name"], "arguments": a.get("arguments") or {}, "compare_args": a.get("compare_args"),
+             "matched": any(action_matches(a, c) for c in calls)} for a in gold_actions(task)]
+
+
+def action_matches(action: dict, call: dict) -> bool:
+    """τ²-bench's ``Action.compare_with_tool_call`` (``tau2/data_model/tasks.py``): the same name, and
+    the same values for ``compare_args`` -- or, when it is unset, for the keys of the CALL's arguments
+    (so a call that leaves out an argument still matches); a key absent on both sides agrees."""
+    if action.get("name") != call.get("name"):
+        return False
+    got = call.get("arguments") or {}
+    keys = action.get("compare_args")
+    keys = list(got) if keys is None else keys
+    if not keys:
+        return True
+    want = action.get("arguments") or {}
+    return {k: v for k, v in got.items() if k in keys} == {k: v for k, v in want.items() if k in keys}
 
 
 def verdict(task: dict, t: Transcript, gold_hash: str) -> dict:
     """Every component of one trial's reward, and the reward."""
     final = (t.snapshots[-1] or {}) if t.snapshots else {}
-    db_ok = final.get("db_hash") == gold_hash
+    crit = task.get("evaluation_criteria")
+    if crit is None:  # τ²-bench: "No evaluation criteria" gives 1
+        return {"reward": 1.0, "basis": [], "db_match": True, "communicate": True, "communicate_details": [],
+                "actions": [], "db_hash": final.get("db_hash"), "gold_db_hash": gold_hash,
+                "changed": final.get("changed"), "unsupported_basis": None, "nl_assertions": None}
+    # τ²-bench's EnvironmentEvaluator: no expected actions and no env assertions -> db_match without a check
+    unchecked = crit.get("actions") is None and crit.get("env_assertions") is None
+    db_ok = unchecked or final.get("db_hash") == gold_hash
     comm_ok, comm = communicate(task, agent_texts(t))
     acts = action_checks(task, t.calls())
     parts = {"DB": db_ok, "COMMUNICATE": comm_ok, "ACTION": all(a["matched"] for a in acts)}
@@ -86,7 +103,6 @@ def verdict(task: dict, t: Transcript, gold_hash: str) -> dict:
 def evaluate_trials(domain: str, db_path, tasks: list, responses: list, workers: int = 2) -> list:
     """Per task, the verdict of each of its trials (``responses[i]``: the task's transcripts)."""
     from evalkit.sandbox.tools import ToolSandbox
-    with ToolSandbox(workers=workers, timeout=60.0, memory_mb=2048) as tools:
-        with ThreadPoolExecutor(workers) as pool:
-            golds = list(pool.map(lambda task: replay(tools, domain, db_path, gold_actions(task))[0], tasks))
+    with ToolSandbox(workers=workers, timeout=60.0, memory_mb=2048) as tools, ThreadPoolExecutor(workers) as pool:
+        golds = list(pool.map(lambda task: replay(tools, domain, db_path, gold_actions(task))[0], tasks))
     return [[verdict(task, t, gold) for t in transcripts] for task, transcripts, gold in zip(tasks, responses, golds)]
