@@ -18,6 +18,7 @@ from evalkit.backends.base import Backend
 from evalkit.backends.cpu_malloc import keep_buffers_in_heap
 from evalkit.backends.hf_scoring import PairScorer
 from evalkit.backends.logprobs import CPU_CHUNK_ELEMS, GPU_CHUNK_ELEMS
+from evalkit.backends.harmony_format import decode_completion, is_harmony_tokenizer
 from evalkit.backends.tokenization import TokenizerMixin, chat_template_options, rolling_windows  # noqa: F401 (rolling_windows re-exported)
 from evalkit.taskapi.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
@@ -49,11 +50,12 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
                  batch_size="auto", max_length: Optional[int] = None, max_gen_toks: int = 256,
                  trust_remote_code: bool = False, threads: Optional[int] = None, add_bos_token: bool = False,
                  token_budget: Optional[int] = None, chunk_size: Optional[int] = None, share_prefix: bool = True,
-                 chat_template: Optional[str] = None, chat_template_kwargs=None):
+                 chat_template: Optional[str] = None, chat_template_kwargs=None,
+                 reasoning_effort: Optional[str] = None):
         import torch
 
         self.chat_template, self.chat_template_kwargs, template_identity = chat_template_options(
-            chat_template, chat_template_kwargs)
+            chat_template, chat_template_kwargs, reasoning_effort)
 
         threads = threads or os.environ.get("EVALKIT_TORCH_THREADS")
         if threads:
@@ -168,6 +170,13 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
         return self._score_token_pairs(windows)
 
     # ---- generation -------------------------------------------------------------------------------
+    @property
+    def harmony(self) -> bool:
+        """Whether the model speaks gpt-oss's harmony format (its completions keep their special tokens)."""
+        if getattr(self, "_harmony", None) is None:
+            self._harmony = is_harmony_tokenizer(self.tokenizer)
+        return self._harmony
+
     def _prompt_text(self, req: GenerateRequest) -> str:
         return req.prompt if req.prompt is not None else self.apply_chat_template(req.message_dicts())
 
@@ -302,7 +311,7 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
                 new = gen[r, width:].tolist()
                 if tokenizer.eos_token_id in new:
                     new = new[: new.index(tokenizer.eos_token_id) + 1]
-                text = tokenizer.decode(new, skip_special_tokens=True)
+                text = decode_completion(tokenizer, new, self.harmony)  # harmony: with its channel tokens
                 raw = tokenizer.decode(new, skip_special_tokens=False)
                 hit = any(s in raw for s in stops)
                 for s in stops:

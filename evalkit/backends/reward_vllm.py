@@ -22,7 +22,7 @@ import logging
 from typing import Optional
 
 from evalkit.backends.reward_base import RewardBackend, RewardInputError
-from evalkit.backends.vllm_engine import (engine_start_error, kv_cache_args, offline_cpu_binding, platform_kind,
+from evalkit.backends.vllm_engine import (engine_start_error, kv_cache_plan, offline_cpu_binding, platform_kind,
                                          shutdown_engine)
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,8 @@ class VLLMRewardBackend(RewardBackend):
 
     def __init__(self, model: str, pooling: str = "classify", dtype: str = "auto", max_model_len: Optional[int] = None,
                  enforce_eager: Optional[bool] = None, gpu_memory_utilization: Optional[float] = None, seed: int = 0,
-                 progress: bool = False, kv_cache_memory_bytes: Optional[int] = None, **kw):
+                 progress: bool = False, kv_cache_memory_bytes: Optional[int] = None,
+                 kv_cache_space: Optional[float] = None, max_num_seqs: Optional[int] = None, **kw):
         super().__init__(model, **kw)
         if pooling not in POOLINGS:
             raise ValueError(f"vllm reward pooling={pooling!r}: expected one of {', '.join(POOLINGS)}")
@@ -45,11 +46,14 @@ class VLLMRewardBackend(RewardBackend):
         if dtype == "auto" and self._on_cpu:
             dtype = "float32"
         self.dtype_name = dtype
+        self.kv_cache = kv_cache_plan(self._on_cpu, self.path, max_model_len, dtype, gpu_memory_utilization,
+                                      kv_cache_memory_bytes, kv_cache_space, max_num_seqs)  # in pooling_info
         self.engine_args = dict(model=self.path, runner="pooling", dtype=dtype, seed=int(seed),
                                 enforce_eager=self._on_cpu if enforce_eager is None else bool(enforce_eager),
                                 trust_remote_code=self.trust_remote_code,
-                                **kv_cache_args(self._on_cpu, self.path, max_model_len, dtype, gpu_memory_utilization,
-                                                kv_cache_memory_bytes))
+                                **self.kv_cache.pop("args"))
+        if max_num_seqs:
+            self.engine_args["max_num_seqs"] = int(max_num_seqs)
         if max_model_len:
             self.engine_args["max_model_len"] = int(max_model_len)
             self._max_length = self.max_length_set = int(max_model_len)
@@ -70,7 +74,8 @@ class VLLMRewardBackend(RewardBackend):
         return {**super().pooling_info(), "dtype": self.dtype_name, "vllm_pooling_task":
                 "classify" if self.pooling == "classify" else "token_classify",
                 "pooling": {"classify": "LAST (sequence)", "step": "STEP (per step tag)",
-                            "token": "ALL tokens: last token (sequence), step tag positions (per step)"}[self.pooling]}
+                            "token": "ALL tokens: last token (sequence), step tag positions (per step)"}[self.pooling],
+                "kv_cache": dict(self.kv_cache)}
 
     @property
     def llm(self):
@@ -84,7 +89,7 @@ class VLLMRewardBackend(RewardBackend):
             with offline_cpu_binding(self._on_cpu):
                 try:
                     self._llm = LLM(**args)
-                except (ValueError, RuntimeError) as e:
+                except Exception as e:  # noqa: BLE001 -- vLLM raises many kinds (EngineCore, OOM, asserts): one line
                     raise engine_start_error(e, args) from e
         return self._llm
 

@@ -106,10 +106,11 @@ class TokenizerMixin:
                                                   chat_template=self.chat_template, **self.chat_template_kwargs)
 
 
-def chat_template_options(chat_template=None, chat_template_kwargs=None) -> tuple:
+def chat_template_options(chat_template=None, chat_template_kwargs=None, reasoning_effort=None) -> tuple:
     """(template text or None, kwargs dict, identity entries) from the backend options
     ``chat_template`` (a file path or the template text) and ``chat_template_kwargs`` (a dict or a
-    JSON object string). The identity entries are empty when neither is given (older cache keys hold)."""
+    JSON object string); ``reasoning_effort`` (gpt-oss: low, medium, high) becomes the template
+    variable of that name. The identity entries are empty when none is given (older cache keys hold)."""
     import hashlib
     import json
     import os
@@ -121,6 +122,8 @@ def chat_template_options(chat_template=None, chat_template_kwargs=None) -> tupl
             raise ValueError(f"chat_template_kwargs {kwargs!r}: not JSON ({e})") from None
     if not isinstance(kwargs, dict):
         raise ValueError("chat_template_kwargs: expected a JSON object, e.g. '{\"enable_thinking\": false}'")
+    from evalkit.backends.harmony_format import effort_kwargs
+    kwargs = effort_kwargs(reasoning_effort, kwargs)
     text = None
     if chat_template:
         if os.path.isfile(str(chat_template)):

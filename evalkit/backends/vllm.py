@@ -36,8 +36,9 @@ from typing import Optional, Sequence
 from evalkit.backends import model_dirs as models
 from evalkit.backends.base import Backend
 from evalkit.backends.vllm_stream import stream_engine
+from evalkit.backends.harmony_format import is_harmony_tokenizer, vllm_decode_options
 from evalkit.backends.tokenization import TokenizerMixin, chat_template_options, truncate_pair
-from evalkit.backends.vllm_engine import (ResolvedMemo, cpu_scheduler_args, engine_start_error, kv_cache_args,
+from evalkit.backends.vllm_engine import (ResolvedMemo, cpu_scheduler_args, engine_start_error, kv_cache_plan,
                                          lora_rank, lora_targets, offline_cpu_binding, parse_lora, platform_kind, shutdown_engine)
 from evalkit.taskapi.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
@@ -56,14 +57,16 @@ class VLLMBackend(TokenizerMixin, Backend):
                  block_size: Optional[int] = None, add_bos_token: bool = False,
                  chunk_size: Optional[int] = None, lora=None, max_lora_rank: Optional[int] = None,
                  progress: Optional[bool] = None, chat_template: Optional[str] = None, chat_template_kwargs=None,
-                 kv_cache_memory_bytes: Optional[int] = None, enable_chunked_prefill: Optional[bool] = None):
+                 reasoning_effort: Optional[str] = None,
+                 kv_cache_memory_bytes: Optional[int] = None, enable_chunked_prefill: Optional[bool] = None,
+                 kv_cache_space: Optional[float] = None):
         if int(data_parallel_size) > 1:
             # vLLM's LLM class refuses data parallelism inside one process (it may hang); evalkit runs
             # one engine per replica instead (evalkit.backends.make_backend wraps N of these).
             raise ValueError("vllm backend: data_parallel_size > 1 is handled by make_backend / --model-args "
                              "data_parallel_size=N (one engine per replica), not inside one engine")
         self.chat_template, self.chat_template_kwargs, template_identity = chat_template_options(
-            chat_template, chat_template_kwargs)
+            chat_template, chat_template_kwargs, reasoning_effort)
         platform = platform_kind()
         on_cpu = platform == "cpu"
         self.spec = model
@@ -85,8 +88,9 @@ class VLLMBackend(TokenizerMixin, Backend):
                            enable_prefix_caching=bool(enable_prefix_caching))
         if max_num_seqs:
             engine_args["max_num_seqs"] = int(max_num_seqs)
-        engine_args.update(kv_cache_args(on_cpu, load_from, max_model_len, dtype, gpu_memory_utilization,
-                                         kv_cache_memory_bytes))
+        self.kv_cache = kv_cache_plan(on_cpu, load_from, max_model_len, dtype, gpu_memory_utilization,
+                                      kv_cache_memory_bytes, kv_cache_space, max_num_seqs)  # recorded in run_stats
+        engine_args.update(self.kv_cache.pop("args"))
         if block_size:
             engine_args["block_size"] = int(block_size)
         if on_cpu:
@@ -123,8 +127,6 @@ class VLLMBackend(TokenizerMixin, Backend):
         self.chunk_size = int(chunk_size or 4096)
         self.progress = sys.stderr.isatty() if progress is None else bool(progress)
         self.stats: Counter = Counter()
-        if "kv_cache_memory_bytes" in self.engine_args:  # recorded with the run's backend stats
-            self.stats["kv_cache_memory_bytes"] = self.engine_args["kv_cache_memory_bytes"]
         self._lora = None  # (name, LoRARequest) on adapter views
         self._identity = {
             "backend": "vllm", "model": model, "source": self.source, "revision": revision,
@@ -132,6 +134,9 @@ class VLLMBackend(TokenizerMixin, Backend):
             "add_bos_token": self.add_bos_token, "quantization": resolved["quantization"], "content": content,
             **template_identity,
         }
+
+    def run_stats(self) -> dict:
+        return {**super().run_stats(), "kv_cache": dict(getattr(self, "kv_cache", None) or {})}
 
     # ---- the engine, started on first use ------------------------------------------------------------
     @property
@@ -355,10 +360,13 @@ class VLLMBackend(TokenizerMixin, Backend):
         max_ctx = max(1, self.max_length - int(req.params.max_tokens))
         return self.encode(text)[-max_ctx:]
 
+    # whether the model speaks gpt-oss's harmony format: its completions keep their special tokens
+    harmony = functools.cached_property(lambda self: is_harmony_tokenizer(self.text_tokenizer()))
+
     def sampling_params(self, p):
         """vLLM SamplingParams for our GenParams (greedy: one completion, repeated n times)."""
         kw = dict(n=1 if p.greedy else int(p.n), temperature=float(p.temperature), max_tokens=int(p.max_tokens),
-                  stop=[s for s in p.stop if s] or None, skip_special_tokens=True)
+                  stop=[s for s in p.stop if s] or None, **vllm_decode_options(self.harmony))
         if not p.greedy:
             kw.update(top_p=float(p.top_p), seed=p.seed, top_k=int(p.top_k) or -1, min_p=float(p.min_p))
         if p.repetition_penalty != 1.0:

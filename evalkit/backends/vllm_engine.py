@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Optional
 
 from evalkit.util.paths import default_cache_dir
+# KV cache sizing and the engine-start line live in vllm_memory; re-exported for the backends that import them here
+from evalkit.backends.vllm_memory import (cpu_kv_cache_bytes, engine_start_error, kv_cache_args,  # noqa: F401
+                                         kv_cache_plan, mem_available_bytes)
 
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # ranks vLLM's engine accepts as max_lora_rank
 
@@ -146,46 +149,6 @@ class ResolvedMemo:
         return data
 
 
-def mem_available_bytes() -> Optional[int]:
-    """MemAvailable of /proc/meminfo (None where there is none)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def cpu_kv_cache_bytes(model_dir: str, max_model_len: Optional[int], dtype: str, sequences: int = 4) -> Optional[int]:
-    """The KV cache a CPU engine gets when the user sets none: room for ``sequences`` sequences of the
-    context length (the model's own when ``max_model_len`` is not given), at most half of the memory
-    available now, never less than one full sequence and a tenth (vLLM's minimum to start). vLLM's own
-    CPU default reserves ``gpu_memory_utilization`` (0.9) of *all* RAM, and refuses to start when other
-    programs hold more than a tenth of it. None: the model's config cannot tell (vLLM decides)."""
-    try:
-        with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
-            cfg = json.load(f)
-    except (OSError, ValueError):
-        return None
-    cfg = cfg.get("text_config") or cfg
-    try:
-        layers, heads = int(cfg["num_hidden_layers"]), int(cfg["num_attention_heads"])
-        kv_heads = int(cfg.get("num_key_value_heads") or heads)
-        head_dim = int(cfg.get("head_dim") or int(cfg["hidden_size"]) // heads)
-    except (KeyError, TypeError, ValueError):
-        return None
-    tokens = int(max_model_len or cfg.get("max_position_embeddings") or 4096)
-    per_token = 2 * layers * kv_heads * head_dim * (4 if dtype in ("float32", "float", "fp32") else 2)
-    need = int(per_token * tokens * 1.1)
-    free = mem_available_bytes()
-    want = per_token * tokens * sequences
-    size = max(need, min(want, free // 2) if free else want)
-    mib = 1 << 20
-    return -(-size // mib) * mib
-
-
 #: on CPU, models whose context is at most this long get whole-prompt scheduling (see cpu_scheduler_args)
 CPU_WHOLE_PROMPT_MAX_LEN = 32768
 
@@ -210,36 +173,3 @@ def cpu_scheduler_args(model_dir: str, max_model_len: Optional[int], chunked: Op
     if not isinstance(ctx, int) or ctx > CPU_WHOLE_PROMPT_MAX_LEN:
         return {}
     return {"enable_chunked_prefill": False, "max_num_batched_tokens": max(int(ctx), 2048)}
-
-
-def engine_start_error(e: BaseException, engine_args: dict) -> ValueError:
-    """One line for an engine that could not start: the cause and the settings that fix it."""
-    kv = engine_args.get("kv_cache_memory_bytes")
-    free = mem_available_bytes()
-    sizes = (f"; KV cache {kv / 2**30:.2f} GiB" if kv else "") + (f", {free / 2**30:.1f} GiB available" if free else "")
-    first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-    return ValueError(f"the vLLM engine for {engine_args.get('model')} could not start ({type(e).__name__}: {first}"
-                      f"{sizes}); lower --model-args max_model_len=N or kv_cache_memory_bytes=N (on CPU), or "
-                      f"gpu_memory_utilization=F (on a GPU); --verbose shows vLLM's traceback")
-
-
-def kv_cache_args(on_cpu: bool, model_dir: str, max_model_len, dtype: str, gpu_memory_utilization,
-                  kv_cache_memory_bytes) -> dict:
-    """The engine's KV cache setting: the user's (``kv_cache_memory_bytes``, ``gpu_memory_utilization``,
-    or vLLM's ``VLLM_CPU_KVCACHE_SPACE``) wins; on a GPU vLLM's 0.9; on CPU sized from the run
-    (``cpu_kv_cache_bytes``)."""
-    if kv_cache_memory_bytes:
-        free = mem_available_bytes() if on_cpu else None
-        if free is not None and int(kv_cache_memory_bytes) > free:  # vLLM would say so after loading the model
-            raise ValueError(f"kv_cache_memory_bytes={int(kv_cache_memory_bytes)}: {int(kv_cache_memory_bytes) / 2**30:.1f}"
-                             f" GiB of KV cache, but {free / 2**30:.1f} GiB of memory is available; lower "
-                             f"--model-args kv_cache_memory_bytes=N (or leave it out: evalkit sizes it on CPU)")
-        return {"kv_cache_memory_bytes": int(kv_cache_memory_bytes)}
-    if gpu_memory_utilization is not None:
-        return {"gpu_memory_utilization": float(gpu_memory_utilization)}
-    if not on_cpu:
-        return {"gpu_memory_utilization": 0.9}
-    if os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
-        return {}
-    size = cpu_kv_cache_bytes(model_dir, max_model_len, dtype) if os.path.isdir(model_dir) else None
-    return {"kv_cache_memory_bytes": size} if size else {}

@@ -28,6 +28,10 @@ def add_reasoning_args(p) -> None:
                    help=f"reasoning preset: max_tokens raised to --thinking-budget (default "
                         f"{DEFAULT_THINKING_BUDGET}), sampling from the model's generation_config.json when it "
                         f"recommends any (temperature, top_p), greedy otherwise; --gen-kwargs still win")
+    g.add_argument("--reasoning-effort", default=None, metavar="LEVEL",
+                   help="reasoning effort (low, medium, high): openai sends it as reasoning_effort; hf and vllm "
+                        "render it into the chat template (gpt-oss: 'Reasoning: LEVEL' in the harmony system "
+                        "message); same as --model-args reasoning_effort=LEVEL")
     g.add_argument("--thinking-budget", type=int, default=None, metavar="N",
                    help="max_tokens under --reasoning (the trace and the answer share it)")
 
@@ -52,6 +56,12 @@ def apply(args, config, model_args: dict, prefix: str) -> None:
         if not isinstance(kwargs, dict):
             raise ConfigError(f"--chat-template-kwargs {raw!r}: expected a JSON object")
         model_args["chat_template_kwargs"] = kwargs
+    effort = getattr(args, "reasoning_effort", None)
+    if effort is not None:
+        if model_args.get("reasoning_effort", effort) != effort:
+            raise ConfigError(f"--reasoning-effort {effort} and --model-args reasoning_effort="
+                              f"{model_args['reasoning_effort']} differ")
+        model_args["reasoning_effort"] = effort
     budget = getattr(args, "thinking_budget", None)
     if budget is not None and budget < 1:
         raise ConfigError("--thinking-budget must be >= 1")

@@ -140,7 +140,8 @@ class _Runs:
         info, measured = split_info(info)  # threshold, library, recall: stats, not identity
         self.embed_stats = {**stats, "corpus_embed_s": round(t1 - t0, 3), "query_embed_s": round(t2 - t1, 3),
                             "search_s": round(time.time() - t2, 3), "cache": str(cfg.cache_path or "none"),
-                            **({"search_" + k: v for k, v in measured.items()})}
+                            **({"search_" + k: v for k, v in measured.items()}),
+                            **({"kv_cache": backend.embedder.kv_cache} if hasattr(backend.embedder, "kv_cache") else {})}
         self.identities["dense"] = {"embedder": cfg.embedder, **backend.embedder.identity(),
                                     "search": {"similarity": "inner product", **info}}
         return run

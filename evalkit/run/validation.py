@@ -17,7 +17,7 @@ _INT_ARGS = {"batch_size": 1, "max_length": 1, "max_gen_toks": 1, "threads": 1, 
              "concurrency": 1, "max_retries": 0, "max_model_len": 1, "tensor_parallel_size": 1,
              "data_parallel_size": 1, "max_num_seqs": 1, "block_size": 1, "max_lora_rank": 1,
              "kv_cache_memory_bytes": 1}
-_FLOAT_ARGS = {"timeout": 0.0, "backoff_base": 0.0, "backoff_max": 0.0}
+_FLOAT_ARGS = {"timeout": 0.0, "backoff_base": 0.0, "backoff_max": 0.0, "kv_cache_space": 0.0}
 
 
 def _is_int(v) -> bool:

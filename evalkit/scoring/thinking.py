@@ -22,12 +22,18 @@ text starts inside the trace. ``prefilled`` says so (True/False), or ``None`` to
 marker with no opening one before it means the trace started in the prompt. Repeated or nested
 markers: the trace runs to the LAST closing marker (everything the model said before its final
 answer is thinking). A closing marker without any opening one is noted, as is an empty answer.
+
+gpt-oss's harmony transcripts (``<|channel|>analysis<|message|>...<|end|>...<|channel|>final<|message|>``)
+are recognised unless other markers are given (``source`` ``harmony``): only the ``final`` channel is
+the answer (``evalkit.scoring.harmony``), and a transcript without one is ``unclosed``.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
 from typing import Optional
+
+from evalkit.scoring import harmony
 
 DEFAULT_START, DEFAULT_END = "<think>", "</think>"
 OPTION_KEYS = ("think_start", "think_end", "think_prefilled", "keep_thinking")
@@ -86,7 +92,7 @@ class Separated:
     trace: Optional[str]
     answer: str
     status: str = "none"           # none | closed | unclosed
-    source: Optional[str] = None   # "markers" | "field" (the server's reasoning field) | None
+    source: Optional[str] = None   # "markers" | "field" (the server's reasoning field) | "harmony" | None
     notes: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -106,6 +112,8 @@ def separate(text: str, cfg: ThinkingConfig = ThinkingConfig(), finish_reason: s
     pre = cfg.prefilled if cfg.prefilled is not None else prefilled
     if field_trace is not None:
         return _from_field(text, field_trace, cfg, finish_reason, bool(field_open))
+    if (cfg.start, cfg.end) == (DEFAULT_START, DEFAULT_END) and harmony.looks_like(text):
+        return _from_harmony(text, finish_reason)
     s, e = cfg.start, cfg.end
     first_open, last_close = text.find(s), text.rfind(e)
     notes = []
@@ -182,6 +190,17 @@ def _from_field(text: str, field_trace: str, cfg: ThinkingConfig, finish_reason:
                              finish_reason, "field")
         return Separated(text, field_trace, "", "closed", "field", ["empty answer after the trace"])
     return Separated(text, field_trace, tidy_answer(text), "closed", "field", [])
+
+
+def _from_harmony(text: str, finish_reason: str) -> Separated:
+    """gpt-oss's channels (``evalkit.scoring.harmony``): the ``final`` channel is the answer, analysis
+    and commentary the trace; no final channel is an unfinished answer, as an unclosed trace is."""
+    trace, answer, status, notes = harmony.split(text, finish_reason)
+    if status == "unclosed":
+        return _unclosed(text, trace, notes, finish_reason, "harmony")
+    if not answer.strip():
+        notes.append("empty final channel")
+    return Separated(text, trace or None, tidy_answer(answer), "closed", "harmony", notes)
 
 
 def prompt_opens_trace(prompt: Optional[str], cfg: ThinkingConfig) -> Optional[bool]:

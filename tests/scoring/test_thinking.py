@@ -61,7 +61,8 @@ def test_other_markers_configurable():
     text = "<|channel|>analysis<|message|>2+2 is 5? no, #### 4<|end|>#### 4"
     s = separate(text, cfg)
     assert s.status == "closed" and s.answer == "#### 4"
-    assert separate(text).status == "none"  # default markers do not apply
+    # default markers do not apply; without them the text reads as a harmony transcript with no final channel
+    assert (separate(text).status, separate(text).source) == ("unclosed", "harmony")
     for bad in ({"think_start": ""}, {"think_start": "x", "think_end": "x"}, {"bogus": 1},
                 {"think_prefilled": "maybe"}):
         with pytest.raises(ValueError):
