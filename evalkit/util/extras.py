@@ -8,7 +8,6 @@ for metrics that need no model, arena rate, cache and log tools. Everything heav
 from __future__ import annotations
 
 import importlib
-from typing import Optional
 
 DIST = "evalkit-harness"
 
@@ -31,7 +30,7 @@ class MissingExtra(RuntimeError):
     """An optional dependency is not installed; the message names the extra to install."""
 
 
-def install_source() -> Optional[str]:
+def install_source() -> str | None:
     """Where this evalkit was installed from, when not from an index (PEP 610's ``direct_url.json``):
     a local folder (``-e FOLDER`` when editable), a wheel or sdist file, or a VCS URL (``git+URL@rev``)."""
     import json
@@ -39,9 +38,9 @@ def install_source() -> Optional[str]:
     try:
         text = distribution(DIST).read_text("direct_url.json")
     except PackageNotFoundError:
-        return None
+        text = None
     if not text:
-        return None
+        return _source_tree()
     try:
         d = json.loads(text)
     except ValueError:
@@ -50,8 +49,20 @@ def install_source() -> Optional[str]:
     if "vcs_info" in d:
         rev = d["vcs_info"].get("requested_revision")
         return f"git+{url}" + (f"@{rev}" if rev else "")
-    path = url[len("file://"):] if url.startswith("file://") else url
+    path = url.removeprefix("file://")
     return f"-e {path}" if (d.get("dir_info") or {}).get("editable") else path or None
+
+
+def _source_tree() -> str | None:
+    """``-e CLONE`` when this evalkit is imported straight from a clone (PYTHONPATH, a legacy develop
+    install without PEP 610 metadata): the folder above the package holds evalkit's pyproject.toml."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    try:
+        text = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return f"-e {root}" if f'name = "{DIST}"' in text else None
 
 
 def install_hint(extra: str) -> str:
@@ -67,7 +78,7 @@ def install_hint(extra: str) -> str:
     return f"pip install '{src}[{extra}]'"
 
 
-def message_for(module: str, what: Optional[str] = None) -> Optional[str]:
+def message_for(module: str, what: str | None = None) -> str | None:
     """The one-line message for a missing ``module`` (None when it is not an optional dependency)."""
     root = (module or "").split(".")[0]
     extra = EXTRA_OF.get(root)
