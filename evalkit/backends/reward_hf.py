@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from evalkit.backends.reward_base import RewardBackend
+from evalkit.backends.reward_base import HEAD_PREFIXES, RewardBackend
 
 
 class HFRewardBackend(RewardBackend):
@@ -47,8 +47,16 @@ class HFRewardBackend(RewardBackend):
     def model(self):
         if self._model is None:
             from transformers import AutoModelForSequenceClassification
-            m = AutoModelForSequenceClassification.from_pretrained(
-                self.path, dtype=getattr(self.torch, self.dtype_name), trust_remote_code=self.trust_remote_code)
+            m, info = AutoModelForSequenceClassification.from_pretrained(
+                self.path, dtype=getattr(self.torch, self.dtype_name), trust_remote_code=self.trust_remote_code,
+                output_loading_info=True)
+            # a checkpoint check_head could not read (pytorch_model.bin): transformers says which weights it
+            # had to initialise at random; a score head among them is refused before any reward is computed
+            head = head_names(info.get("missing_keys") or ())
+            if head:
+                raise ValueError(f"{self.path} holds no score head ({', '.join(head[:3])} not in its weights): it is "
+                                 f"not a reward model, and a reward from it would come from a randomly initialised "
+                                 f"head; give a reward model's folder (AutoModelForSequenceClassification weights)")
             if self.label >= m.config.num_labels:
                 raise ValueError(f"reward label {self.label} but the model has {m.config.num_labels} label(s)")
             self._model = m.to(self.device).eval()
@@ -91,3 +99,8 @@ class HFRewardBackend(RewardBackend):
                 results[i] = ([self.squash(s[t].item()) for t in tags] if tags is not None
                               else self.squash(s[-1].item()))
         return results
+
+
+def head_names(names) -> list:
+    """The score-head weights among ``names`` (transformers' missing keys)."""
+    return [n for n in names if any(part.startswith(HEAD_PREFIXES) for part in n.split(".")[:3])]

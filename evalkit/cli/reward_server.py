@@ -13,6 +13,8 @@ def register(sub):
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; expose with care)")
     p.add_argument("--port", type=int, default=5000)
     p.add_argument("--max-concurrency", type=int, default=4, help="batches scored at once (default 4)")
+    p.add_argument("--max-queue", type=int, default=256,
+                   help="batches waiting for a slot (default 256); beyond it: 503 with Retry-After at once")
     p.add_argument("--strip-think", action="store_true", help="score only what follows the <think>...</think> trace")
     p.add_argument("--no-guards", action="store_true", help="the bare eval metric (no length / answer-spam guards)")
     p.add_argument("--chat", action="store_true", help="completions come from chat prompts (code: fenced blocks)")
@@ -24,6 +26,7 @@ def run(args):
 
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     srv = RewardServer(tasks, host=args.host, port=args.port, max_concurrency=args.max_concurrency,
+                       max_queue=args.max_queue,
                        strip_think=args.strip_think, use_guards=not args.no_guards, chat=args.chat)
     for t, v in srv.verifiers.items():
         print(f"[{t}] verifier {v.version_hash}", file=sys.stderr)

@@ -63,7 +63,9 @@ def route(label: Any, tasks: Sequence[str]) -> tuple[str, Any]:
     if isinstance(label, str) and label.strip().startswith("{"):
         try:
             obj = json.loads(label)
-        except json.JSONDecodeError:
+        except RecursionError:
+            raise BadRequest("a label's JSON is nested too deep") from None
+        except ValueError:  # not JSON (or an integer over Python's digit limit): the label is the gold itself
             obj = label
     if isinstance(obj, dict) and ("task" in obj or "data_source" in obj) and "gold" in obj:
         task = obj.get("task") or str(obj["data_source"]).removeprefix("evalkit/")
