@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from evalkit.dashboards import charts, samples as dsamples, tables, view_best_of_n
+from evalkit.dashboards import charts, long_context, samples as dsamples, tables, view_best_of_n
 from evalkit.dashboards.urlstate import choose, metric_key as task_metric_key
 from evalkit.dashboards.view_leaderboard import chosen_metric
 
@@ -76,6 +76,8 @@ def render_breakdowns(store, cells, col: str, metric: str) -> None:
         curve = part.assign(k=part["group"].astype(int))
         st.altair_chart(charts.passk_curves(curve, f"{bmetric} against context length", y_title=bmetric,
                                             x_title="context length (tokens)"), key="bd_length_curve", width="stretch")
+    if dim == "cell":  # needle-in-a-haystack grid (niah_grid): depth x length heat map per model
+        long_context.render_grids(part, bmetric)
     st.altair_chart(charts.breakdown_heatmap(part, f"{dim}: {bmetric} ({part['group'].nunique()} groups)"),
                     key="bd_chart", width="stretch")
     wide = part.assign(cell=[tables.cell_text(v, lo, hi, n) for v, lo, hi, n in

@@ -1,0 +1,102 @@
+"""Long prompts through the HF and vLLM backends: prompt tokens/s, wall and CPU time and peak memory per
+length, on the bundled SmolLM2-135M (8,192-token context), fp32 on CPU.
+
+For each backend and length, a child process builds one ``niah_grid`` prompt (RULER's needle at 50 %
+of the "repeat" haystack, sized with the backend's own tokenizer to the length minus 128 tokens),
+loads the model, and generates 16 greedy tokens; the parent reads the child's peak RSS and CPU time
+from ``os.wait4`` (for vLLM the engine's own worker processes are not in that figure: its peak is a
+lower bound). Reported: prompt tokens, wall seconds of the generate call, prompt tokens/s (prefill
+plus 16 decode steps), CPU seconds of the whole child, peak RSS (GB) and whether the model found the
+needle.
+
+    python bench/long_context.py [--lengths 1024+2048+4096+8192] [--backends hf+vllm] [--threads 1]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def child(args) -> int:
+    import random
+    import resource
+
+    from evalkit.tasks.ruler import grid
+
+    from evalkit.backends.model_dirs import prepare
+    from evalkit.taskapi.requests import GenerateRequest, GenParams
+
+    model_dir = str(prepare("smollm2-135m"))
+    if args.child == "hf":
+        from evalkit.backends.hf import HFBackend
+        backend = HFBackend(model_dir, threads=args.threads)
+    else:
+        from evalkit.backends.vllm import VLLMBackend
+        backend = VLLMBackend(model_dir, dtype="float32", progress=False)
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    count = lambda t: len(tok(t, add_special_tokens=False).input_ids)
+    units = [s.strip() + "." for s in grid.niah.REPEAT.split(".") if s.strip()]
+    s = grid.build(count, lambda n: [units[i % len(units)] for i in range(n)], length=args.length, depth=50,
+                   rng=random.Random(0))
+    prompt = s["input"] + " " + s["gen_prefix"]
+    request = GenerateRequest(prompt=prompt, params=GenParams(max_tokens=16, temperature=0.0))
+    backend.generate([GenerateRequest(prompt="Hello", params=GenParams(max_tokens=1, temperature=0.0))])  # load
+    loaded_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    text = backend.generate([request])[0][0].text
+    seconds = time.perf_counter() - t0
+    print("RESULT " + json.dumps({"tokens": count(prompt), "seconds": seconds, "loaded_kb": loaded_kb,
+                      "found": s["outputs"][0] in text}), flush=True)
+    return 0
+
+
+def run_one(backend: str, length: int, args) -> dict:
+    cmd = [sys.executable, __file__, "--child", backend, "--length", str(length), "--threads", str(args.threads)]
+    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS=str(args.threads), TOKENIZERS_PARALLELISM="false")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status != 0:
+        raise SystemExit(f"{backend} at {length} failed (status {status})")
+    res = json.loads(next(x for x in reversed(out.splitlines()) if x.startswith("RESULT "))[7:])
+    res.update(peak_gb=usage.ru_maxrss * 1024 / 1e9, loaded_gb=res["loaded_kb"] * 1024 / 1e9,
+               cpu_s=usage.ru_utime + usage.ru_stime)
+    return res
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lengths", default="1024+2048+4096+8192")
+    ap.add_argument("--backends", default="hf+vllm")
+    ap.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", "1")))
+    ap.add_argument("--child", choices=("hf", "vllm"), help=argparse.SUPPRESS)
+    ap.add_argument("--length", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return child(args)
+    print(f"bundled SmolLM2-135M fp32 on CPU, {args.threads} thread(s); one niah_grid prompt per length "
+          f"(needle at 50 %), 16 greedy tokens; each in its own process")
+    print("backend  length  prompt tokens  generate s  prompt tok/s  child CPU s  peak RSS GB (loaded)  needle")
+    for backend in args.backends.split("+"):
+        for length in sorted(int(x) for x in args.lengths.split("+")):
+            r = run_one(backend, length, args)
+            print(f"{backend:7s} {length:7d} {r['tokens']:14d} {r['seconds']:11.2f} {r['tokens'] / r['seconds']:13.0f} "
+                  f"{r['cpu_s']:12.1f} {r['peak_gb']:12.2f} ({r['loaded_gb']:.2f}) {'found' if r['found'] else 'missed':>7s}")
+    return 0
+
+
+if __name__ == "__main__":
+    if "--child" in sys.argv:
+        sys.path.insert(0, str(REPO))
+        sys.exit(main())
+    from results_md import record_run
+    backends = sys.argv[sys.argv.index("--backends") + 1] if "--backends" in sys.argv else "hf+vllm"
+    sys.exit(record_run(f"long_context-{backends}", main))  # a section per backend set

@@ -1,0 +1,82 @@
+"""RULER's ``ruler_vt`` (variable tracking), ``ruler_cwe`` (common-words extraction) and ``ruler_fwe``
+(frequent-words extraction) as lm-eval names them (``lm_eval/tasks/ruler/vt.yaml``, ``cwe.yaml``,
+``fwe.yaml``): generated at run time from the run seed and the model's tokenizer at the asked lengths
+(``synthetic``), prompted with RULER's template and answer prefix, greedy with RULER's budgets
+(30 / 120 / 50 new tokens), scored with ``string_match_all``; per-length scores with CIs and the
+effective context length as for the needle tasks (``task.RulerNIAH``).
+
+What differs from lm-eval: prompts are sized with the evaluated model's tokenizer without special
+tokens; with evalkit's default ``seeding=item`` each sample draws from its own streams (seeded from the
+run seed, task, length and index) instead of lm-eval's global ``random`` / ``numpy.random`` / cwe's
+module-level ``Random(42)``; ``seeding=sequential`` shares one set of streams seeded with the run seed.
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+from evalkit.scoring.stats import derive_seed
+from evalkit.taskapi.requests import GenParams
+from evalkit.taskapi.task import register_task
+
+from . import synthetic
+from .synthetic import Draws
+from .task import RulerNIAH
+
+
+class RulerSynthetic(RulerNIAH):
+    kind: ClassVar[str] = ""
+    tokens_to_generate: ClassVar[int] = 0
+
+    def samples(self, variant: str, length: int, ctx) -> dict:
+        key = (variant, length, ctx.seed)
+        cache = self.__dict__.setdefault("_generated", {})
+        if key not in cache:
+            if ctx.tokenize is None:
+                raise ValueError(f"task {self.name}: RULER sizes prompts with the model's tokenizer; this backend "
+                                 f"has none")
+            count = lambda text: len(ctx.tokenize(text))
+            n = int(self.options.get("samples", 100))
+            base = derive_seed(ctx.seed, self.name, variant, length)
+            if self.options.get("seeding", "item") == "sequential":
+                stream = Draws.seeded(ctx.seed)
+                size, per = stream, (lambda i: stream)
+            else:
+                size, per = Draws.seeded(base), (lambda i: Draws.seeded(derive_seed(base, i)))
+            if self.kind == "vt":
+                rows = synthetic.vt_dataset(count, max_seq_length=length, num_samples=n,
+                                            icl_draws=size if self.options.get("seeding") == "sequential"
+                                            else Draws.seeded(derive_seed(base, "icl")),
+                                            size_draws=size, sample_draws=per)
+            else:
+                gen = synthetic.cwe_generate if self.kind == "cwe" else synthetic.fwe_generate
+                rows = gen(count, max_seq_length=length, num_samples=n, size_draws=size, sample_draws=per)
+            cache[key] = {s["index"]: s for s in rows}
+        return cache[key]
+
+    def requests(self, doc, ctx):
+        from evalkit.taskapi.requests import GenerateRequest
+        s = self.sample_of_doc(doc, ctx)
+        doc.meta["outputs"] = s["outputs"]
+        doc.meta["needles"] = [{"offset": s["input"].find(n), "depth": round(100 * s["input"].find(n) / len(s["input"]), 1)}
+                               for n in s["needles"]]
+        doc.meta["prompt_tokens"] = s["length"] - self.tokens_to_generate
+        params = GenParams(max_tokens=int(ctx.gen_overrides.get("max_tokens", self.tokens_to_generate)), temperature=0.0)
+        if ctx.apply_chat_template and ctx.render_chat is not None:
+            prompt = ctx.render_chat([{"role": "user", "content": s["input"]}]) + s["gen_prefix"]
+        else:
+            prompt = s["input"] + " " + s["gen_prefix"]
+        return [GenerateRequest(prompt=prompt, params=params)]
+
+
+def _task(name: str, kind: str, budget: int, what: str) -> type:
+    cls = type(f"Ruler_{kind}", (RulerSynthetic,), {
+        "name": name, "kind": kind, "variants": (name,), "tokens_to_generate": budget, "__module__": __name__,
+        "description": f"RULER {what}: generated at the model's lengths, string_match_all, per-length scores "
+                       f"and effective length"})
+    cls.__qualname__ = cls.__name__
+    return register_task(cls)
+
+
+Ruler_vt = _task("ruler_vt", "vt", 30, "variable tracking (multi-hop chains of VAR X = VAR Y)")
+Ruler_cwe = _task("ruler_cwe", "cwe", 120, "common-words extraction (the 10 most frequent words)")
+Ruler_fwe = _task("ruler_fwe", "fwe", 50, "frequent-words extraction (the 3 most frequent coded words)")
