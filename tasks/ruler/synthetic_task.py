@@ -27,31 +27,22 @@ class RulerSynthetic(RulerNIAH):
     kind: ClassVar[str] = ""
     tokens_to_generate: ClassVar[int] = 0
 
-    def samples(self, variant: str, length: int, ctx) -> dict:
-        key = (variant, length, ctx.seed)
-        cache = self.__dict__.setdefault("_generated", {})
-        if key not in cache:
-            if ctx.tokenize is None:
-                raise ValueError(f"task {self.name}: RULER sizes prompts with the model's tokenizer; this backend "
-                                 f"has none")
-            count = lambda text: len(ctx.tokenize(text))
-            n = int(self.options.get("samples", 100))
-            base = derive_seed(ctx.seed, self.name, variant, length)
-            if self.options.get("seeding", "item") == "sequential":
-                stream = Draws.seeded(ctx.seed)
-                size, per = stream, (lambda i: stream)
-            else:
-                size, per = Draws.seeded(base), (lambda i: Draws.seeded(derive_seed(base, i)))
-            if self.kind == "vt":
-                rows = synthetic.vt_dataset(count, max_seq_length=length, num_samples=n,
-                                            icl_draws=size if self.options.get("seeding") == "sequential"
-                                            else Draws.seeded(derive_seed(base, "icl")),
-                                            size_draws=size, sample_draws=per)
-            else:
-                gen = synthetic.cwe_generate if self.kind == "cwe" else synthetic.fwe_generate
-                rows = gen(count, max_seq_length=length, num_samples=n, size_draws=size, sample_draws=per)
-            cache[key] = {s["index"]: s for s in rows}
-        return cache[key]
+    def generate(self, variant: str, length: int, ctx) -> list[dict]:
+        count = lambda text: len(ctx.tokenize(text))  # noqa: E731
+        n = int(self.options.get("samples", 100))
+        base = derive_seed(ctx.seed, self.name, variant, length)
+        if self.options.get("seeding", "item") == "sequential":
+            stream = Draws.seeded(ctx.seed)
+            size, per = stream, (lambda i: stream)
+        else:
+            size, per = Draws.seeded(base), (lambda i: Draws.seeded(derive_seed(base, i)))
+        if self.kind == "vt":
+            return synthetic.vt_dataset(count, max_seq_length=length, num_samples=n,
+                                        icl_draws=size if self.options.get("seeding") == "sequential"
+                                        else Draws.seeded(derive_seed(base, "icl")),
+                                        size_draws=size, sample_draws=per)
+        gen = synthetic.cwe_generate if self.kind == "cwe" else synthetic.fwe_generate
+        return gen(count, max_seq_length=length, num_samples=n, size_draws=size, sample_draws=per)
 
     def requests(self, doc, ctx):
         from evalkit.taskapi.requests import GenerateRequest

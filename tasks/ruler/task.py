@@ -108,30 +108,34 @@ class RulerNIAH(GenerationTask):
             text = " ".join(r["text"] for r in rows)
         return text
 
-    def samples(self, variant: str, length: int, ctx) -> list[dict]:
+    def samples(self, variant: str, length: int, ctx) -> dict:
+        """{index: sample} of one variant at one length, generated once per run (``generate``)."""
         key = (variant, length, ctx.seed)
         cache = self.__dict__.setdefault("_generated", {})
         if key not in cache:
             if ctx.tokenize is None:
                 raise ValueError(f"task {self.name}: RULER sizes prompts with the model's tokenizer; this backend "
                                  f"has none")
-            kind, k_kind, v_kind, nk, nv, nq = VARIANTS[variant]
-            sent_tokenize = None
-            if kind == "essay":
-                from evalkit.util.nltk_punkt import ensure_punkt_tab
-                ensure_punkt_tab()
-                from nltk import sent_tokenize
-            base = derive_seed(ctx.seed, self.name, variant, length)
-            sequential = self.options.get("seeding", "item") == "sequential"
-            stream = random.Random(ctx.seed)
-            cache[key] = {s["index"]: s for s in niah.generate(
-                lambda text: len(ctx.tokenize(text)), niah.haystack(kind, self._essay() if kind == "essay" else None),
-                max_seq_length=length, type_haystack=kind, type_needle_k=k_kind, type_needle_v=v_kind,
-                num_needle_k=nk, num_needle_v=nv, num_needle_q=nq, num_samples=int(self.options.get("samples", 100)),
-                size_rng=stream if sequential else random.Random(base),
-                sample_rng=(lambda i: stream) if sequential else (lambda i: random.Random(derive_seed(base, i))),
-                sent_tokenize=sent_tokenize)}
+            cache[key] = {s["index"]: s for s in self.generate(variant, length, ctx)}
         return cache[key]
+
+    def generate(self, variant: str, length: int, ctx) -> list[dict]:
+        kind, k_kind, v_kind, nk, nv, nq = VARIANTS[variant]
+        sent_tokenize = None
+        if kind == "essay":
+            from evalkit.util.nltk_punkt import ensure_punkt_tab
+            ensure_punkt_tab()
+            from nltk import sent_tokenize
+        base = derive_seed(ctx.seed, self.name, variant, length)
+        sequential = self.options.get("seeding", "item") == "sequential"
+        stream = random.Random(ctx.seed)
+        return niah.generate(
+            lambda text: len(ctx.tokenize(text)), niah.haystack(kind, self._essay() if kind == "essay" else None),
+            max_seq_length=length, type_haystack=kind, type_needle_k=k_kind, type_needle_v=v_kind,
+            num_needle_k=nk, num_needle_v=nv, num_needle_q=nq, num_samples=int(self.options.get("samples", 100)),
+            size_rng=stream if sequential else random.Random(base),
+            sample_rng=(lambda i: stream) if sequential else (lambda i: random.Random(derive_seed(base, i))),
+            sent_tokenize=sent_tokenize)
 
     def sample_of_doc(self, doc: Doc, ctx) -> dict:
         s = self.samples(doc.meta["variant"], doc.meta["length"], ctx).get(doc.meta["index"])
