@@ -196,5 +196,6 @@ def test_missing_sink_package_names_the_extra(tmp_path, record, monkeypatch, cap
     monkeypatch.setitem(sys.modules, "wandb", None)      # `import wandb` now fails as if not installed
     assert main(["log", str(record), "--to", "wandb"]) == 2
     err = capsys.readouterr().err.strip()
+    from evalkit.util.extras import install_hint  # from where this copy came from (a clone here)
     assert err == ("evalkit log: error: the wandb sink needs the Python package 'wandb' (the 'wandb' extra): "
-                   "pip install 'evalkit-harness[wandb]'")
+                   + install_hint("wandb"))

@@ -8,7 +8,7 @@ from evalkit.scoring import budgets
 from evalkit.run import traces
 from evalkit.taskapi.requests import Completion, GenerateRequest, response_from_json, response_to_json
 from evalkit.scoring.thinking import ThinkingConfig, prompt_opens_trace, separate
-from tasks.gsm8k import GSM8K
+from evalkit.tasks.gsm8k import GSM8K
 
 # DeepSeek-R1 / Qwen3 style: the trace tries a wrong total before the final answer
 R1 = ("<think>\nOkay, so Janet's ducks lay 16 eggs per day. She eats 3 and bakes with 4, so 16 - 3 = 13... "

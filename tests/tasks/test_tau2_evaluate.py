@@ -5,7 +5,7 @@ expected values below are what τ²-bench's code gives for the same inputs."""
 import pytest
 
 from evalkit.taskapi.agent import Transcript
-from tasks.tau2 import evaluate
+from evalkit.tasks.tau2 import evaluate
 
 GOLD = {"name": "cancel_reservation", "arguments": {"reservation_id": "ABC123", "reason": "x"}}
 
