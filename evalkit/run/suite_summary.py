@@ -3,7 +3,7 @@ leaderboard_v2``) built from the run's per-item rows of the tasks the suite name
 
 A row gives its subtask (lm-eval's leaf, ``extra.lm_eval.task``; a native task's
 ``extra.subtask``; otherwise the task itself), its metric values (the row's ``metrics``, else
-lm-eval's raw ``extra.lm_eval.values``: IFEval's instruction-level list) and its number of choices
+lm-eval's raw ``extra.lm_eval.values``, else the row's ``extra``: IFEval's instruction-level list) and its number of choices
 (lm-eval's multiple-choice continuations, or a native task's one loglikelihood per option).
 """
 from __future__ import annotations
@@ -18,8 +18,9 @@ def _value(row: dict, name: str):
     for key in (name, *sorted(k for k in metrics if k.startswith(name + ","))):
         if key in metrics:
             return metrics[key]
-    raw = (((row.get("extra") or {}).get("lm_eval") or {}).get("values") or {})
-    return raw.get(name)
+    extra = row.get("extra") or {}
+    raw = ((extra.get("lm_eval") or {}).get("values") or {})
+    return raw.get(name, extra.get(name))
 
 
 def bench_rows(kind: str, task: str, rows) -> leaderboard_v2.Bench:
