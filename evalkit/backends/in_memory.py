@@ -19,6 +19,7 @@ from typing import Optional
 
 from evalkit.backends.hf import CPU_TOKEN_BUDGET, HFBackend
 from evalkit.backends.logprobs import CPU_CHUNK_ELEMS, GPU_CHUNK_ELEMS
+from evalkit.backends.tokenization import chat_template_options
 
 
 def state_dict_digest(model) -> str:
@@ -49,13 +50,19 @@ def tokenizer_digest(tokenizer) -> str:
 
 
 class LoadedHFBackend(HFBackend):
-    """The hf backend on a model and tokenizer the caller already holds (nothing read from disk)."""
+    """The hf backend on a model and tokenizer the caller already holds (nothing read from disk).
+    ``chat_template``, ``chat_template_kwargs`` and ``reasoning_effort`` (gpt-oss: low, medium, high,
+    rendered by a harmony template as ``Reasoning: low``) shape chat prompts as on ``HFBackend``, and
+    enter the identity (so the cache key) only when given."""
 
     def __init__(self, model, tokenizer, name: Optional[str] = None, batch_size="auto",
                  max_length: Optional[int] = None, max_gen_toks: int = 256, add_bos_token: bool = False,
                  token_budget: Optional[int] = None, chunk_size: Optional[int] = None, share_prefix: bool = True,
-                 threads: Optional[int] = None):
+                 threads: Optional[int] = None, chat_template: Optional[str] = None, chat_template_kwargs=None,
+                 reasoning_effort: Optional[str] = None):
         import torch
+        self.chat_template, self.chat_template_kwargs, template_identity = chat_template_options(
+            chat_template, chat_template_kwargs, reasoning_effort)
         threads = threads or os.environ.get("EVALKIT_TORCH_THREADS")
         if threads:
             torch.set_num_threads(int(threads))
@@ -87,6 +94,7 @@ class LoadedHFBackend(HFBackend):
             "max_length": self.max_length, "add_bos_token": self.add_bos_token,
             "content": {"state_dict": state_dict_digest(model)[:32], "config": config_digest(model.config)[:16],
                         "tokenizer": tokenizer_digest(tokenizer)[:16], "class": type(model).__name__},
+            **template_identity,
         }
 
     @property

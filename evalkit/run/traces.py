@@ -3,6 +3,14 @@ split into trace and answer (``evalkit.scoring.thinking``) and the task sees the
 sample records what was done (``extra.thinking``: status, trace, raw text, notes, token counts) and
 the API's token usage (``extra.usage``). ``--keep-thinking`` scores the raw text but still records
 the split, so the budget figures (``evalkit.scoring.budgets``) are the same either way.
+
+A doc answered with K > 1 completions (``--repeats K``, ``--gen-kwargs n=K``) keeps ``extra.thinking``
+and ``extra.finish_reason`` for its first completion, as a single-completion run records them, and adds
+``extra.completions``: one small dict per completion, in sample order,
+``{"finish_reason", "status", "trace_chars", "answer_chars"}`` (``status``: none | closed | unclosed)
+plus ``trace_tokens``, ``answer_tokens`` and ``token_source`` where a completion with a trace could be
+counted (as in ``extra.thinking``); ``extra.usage`` is then summed over the K completions. Single-completion
+rows carry no ``completions`` and are recorded exactly as before.
 """
 from __future__ import annotations
 
@@ -36,38 +44,37 @@ class PrefillProbe:
 
 
 def split_answers(per_doc: list, cfg: ThinkingConfig, prefilled: Optional[bool]) -> tuple[list, list]:
-    """(responses the task scores, per doc the ``Separated`` of its first completion or None).
-    Only generate answers (lists of ``Completion``) change; loglikelihoods pass through."""
+    """(responses the task scores, per doc ``(Separated of each completion, the completions)`` of its
+    first generate request, or ``([], [])``). Only generate answers (lists of ``Completion``) change;
+    loglikelihoods pass through."""
     out, seps = [], []
     for responses in per_doc:
         new_responses, first = [], None
         for resp in responses:
             if isinstance(resp, list) and resp and all(isinstance(c, Completion) for c in resp):
                 split = [separate(c.text, cfg, c.finish_reason, c.trace, prefilled, c.trace_open) for c in resp]
-                first = first or split[0]
+                first = first or (split, list(resp))
                 if not cfg.keep:
                     resp = [dataclasses.replace(c, text=s.answer) for c, s in zip(resp, split)]
             new_responses.append(resp)
         out.append(new_responses)
-        seps.append((first, _first_completion(responses)))
+        seps.append(first or ([], []))
     return out, seps
-
-
-def _first_completion(responses: list) -> Optional[Completion]:
-    for resp in responses:
-        if isinstance(resp, list) and resp and isinstance(resp[0], Completion):
-            return resp[0]
-    return None
 
 
 def annotate(samples: list, seps: list, count_tokens: Optional[Callable] = None) -> None:
     """Record in each sample what the split found (only where there was something to find: a
-    trace, a note, or usage) and its finish reason; token counts when a tokenizer is at hand."""
-    for s, (sep, comp) in zip(samples, seps):
-        if sep is None or comp is None:
+    trace, a note, or usage) and its finish reason; token counts when a tokenizer is at hand.
+    K > 1 completions: ``extra.completions`` for each, and usage summed over them (module docstring)."""
+    for s, (split, comps) in zip(samples, seps):
+        if not split or not comps:
             continue
-        if comp.usage:
-            s.extra["usage"] = dict(comp.usage)
+        sep, comp = split[0], comps[0]
+        usage = comp.usage if len(comps) == 1 else summed_usage(comps)
+        if usage:
+            s.extra["usage"] = dict(usage)
+        if len(comps) > 1:
+            s.extra["completions"] = [_completion_info(x, c, count_tokens) for x, c in zip(split, comps)]
         if sep.status == "none" and not sep.notes:
             continue
         s.extra.setdefault("finish_reason", comp.finish_reason)  # (tasks that build their own samples)
@@ -78,6 +85,24 @@ def annotate(samples: list, seps: list, count_tokens: Optional[Callable] = None)
         if tokens:
             info.update(tokens)
         s.extra["thinking"] = info
+
+
+def summed_usage(comps: list) -> dict:
+    """The integer usage counts of the completions, summed (those that report none add nothing)."""
+    total = {}
+    for c in comps:
+        for k, v in (c.usage or {}).items():
+            if isinstance(v, int) and not isinstance(v, bool):
+                total[k] = total.get(k, 0) + v
+    return total
+
+
+def _completion_info(sep: Separated, comp: Completion, count_tokens) -> dict:
+    info = {"finish_reason": comp.finish_reason, "status": sep.status, "trace_chars": len(sep.trace or ""),
+            "answer_chars": len(sep.answer)}
+    if sep.status != "none":
+        info.update(_token_counts(sep, comp, count_tokens))
+    return info
 
 
 def _token_counts(sep: Separated, comp: Completion, count_tokens) -> dict:

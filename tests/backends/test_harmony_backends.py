@@ -3,6 +3,8 @@
 
 * Prompts: the hf and vllm backends render the harmony prompt as the model's template does, with
   ``reasoning_effort`` in the system message; checked against ``openai_harmony``'s renderer.
+* ``reasoning_effort`` also on a transformers model and tokenizer passed in memory
+  (``evalkit.evaluate(model=..., tokenizer=..., model_args={"reasoning_effort": "low"})``).
 * Decoding and scoring: GSM8K through the hf backend's generation and decode code (an in-memory
   model that emits given token ids) and through the vllm backend's request path (an ``LLM`` stand-in
   that detokenizes as vLLM does, following the SamplingParams the backend sends): only the ``final``
@@ -173,6 +175,39 @@ def test_gsm8k_through_the_hf_backend_scores_only_the_final_channel(tokenizer, g
     ids = tokenizer.encode(QUESTIONS["What is 6 * 7?"][0]) + [tokenizer.pad_token_id] * 3
     assert decode_completion(tokenizer, ids, True) == QUESTIONS["What is 6 * 7?"][0]  # padding dropped
     assert "<|channel|>" not in decode_completion(tokenizer, ids, False)  # other models: as before
+
+
+class PromptRecorder(ScriptedModel):
+    """The scripted model, keeping each prompt it was given as text (special tokens included)."""
+
+    def __init__(self, tokenizer):
+        super().__init__(tokenizer)
+        self.prompts = []
+
+    def generate(self, input_ids, attention_mask, max_new_tokens, pad_token_id, **kw):
+        for row, mask in zip(input_ids.tolist(), attention_mask.tolist()):
+            self.prompts.append(self.tok.decode([i for i, m in zip(row, mask) if m], skip_special_tokens=False))
+        return super().generate(input_ids, attention_mask, max_new_tokens, pad_token_id, **kw)
+
+
+def test_reasoning_effort_on_a_model_held_in_memory(tokenizer, gsm):
+    import evalkit
+    from evalkit.backends.in_memory import LoadedHFBackend
+    model = PromptRecorder(tokenizer)
+    run = evalkit.evaluate(model=model, tokenizer=tokenizer, tasks="gsm8k", data={"gsm8k": str(gsm)}, num_fewshot=0,
+                           apply_chat_template=True, model_args={"reasoning_effort": "low", "threads": 1},
+                           gen_kwargs={"max_tokens": MAX_TOKENS}, output=None, cache=False)
+    _check_gsm8k(run)
+    assert len(model.prompts) == 3 and all("Reasoning: low" in p and "Reasoning: medium" not in p
+                                           for p in model.prompts)
+    low = LoadedHFBackend(model, tokenizer, threads=1, reasoning_effort="low")
+    plain = LoadedHFBackend(model, tokenizer, threads=1)
+    assert low.identity()["chat_template_kwargs"] == {"reasoning_effort": "low"}
+    assert "chat_template_kwargs" not in plain.identity()                    # older cache keys hold
+    msgs = [{"role": "user", "content": "What is 6 * 7?"}]
+    assert "Reasoning: medium" in plain.apply_chat_template(msgs)            # the template's default
+    with pytest.raises(ValueError, match="reasoning_effort"):
+        LoadedHFBackend(model, tokenizer, reasoning_effort="huge")
 
 
 def test_gsm8k_through_the_vllm_backend_scores_only_the_final_channel(tok_dir, tokenizer, gsm):
