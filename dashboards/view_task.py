@@ -60,6 +60,10 @@ def render(store, filters: tables.Filters) -> None:
     render_samples(store, sel, metric, hib, meta.set_index("col").loc[col, "family"])
 
 
+#: breakdowns over token counts drawn as curves: RULER's context lengths, --thinking-budgets
+CURVES = {"length": "context length", "thinking_budget": "thinking budget"}
+
+
 def render_breakdowns(store, cells, col: str, metric: str) -> None:
     bd = tables.breakdowns(store, cells, col)
     if not len(bd):
@@ -72,10 +76,11 @@ def render_breakdowns(store, cells, col: str, metric: str) -> None:
     base = metric if metric in names else metric.rsplit("_turn", 1)[0]
     bmetric = st.selectbox("Breakdown metric", names, index=names.index(base) if base in names else 0, key="bd_metric")
     part = part[part["metric"] == bmetric]
-    if dim == "length" and part["group"].str.isdigit().all():  # long context (RULER): score against length
+    if dim in CURVES and part["group"].str.isdigit().all():  # a score against tokens: one line per model
         curve = part.assign(k=part["group"].astype(int))
-        st.altair_chart(charts.passk_curves(curve, f"{bmetric} against context length", y_title=bmetric,
-                                            x_title="context length (tokens)"), key="bd_length_curve", width="stretch")
+        what = CURVES[dim]
+        st.altair_chart(charts.passk_curves(curve, f"{bmetric} against {what}", y_title=bmetric,
+                                            x_title=f"{what} (tokens)"), key=f"bd_{dim}_curve", width="stretch")
     if dim == "cell":  # needle-in-a-haystack grid (niah_grid): depth x length heat map per model
         long_context.render_grids(part, bmetric)
     st.altair_chart(charts.breakdown_heatmap(part, f"{dim}: {bmetric} ({part['group'].nunique()} groups)"),

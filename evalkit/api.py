@@ -13,7 +13,8 @@ Options are ``evalkit run``'s, by their Python names: ``num_fewshot``, ``seed``,
 ``data`` ({task: path}),
 ``fewshot_data``, ``task_args`` ({task: {k: v}}), ``gen_kwargs``, ``user_model`` (the simulated
 user of agent tasks such as τ²-bench, any ``model`` form; default the model itself) and ``user_model_args``, ``repeats`` (K samples per problem, as
-``gen_kwargs={"n": K}``), ``shard`` ((i, n)), ``tags``,
+``gen_kwargs={"n": K}``), ``thinking_budgets`` ([256, 512, ...]: accuracy against thinking budget
+from one trace, ``evalkit.run.budget_forcing``) and ``forced_answer_tokens``, ``shard`` ((i, n)), ``tags``,
 ``include_path``, ``output`` (results folder; None: write no record), ``cache_dir``, ``cache``
 (False: neither read nor write the response cache), ``progress``. ``limit`` is a count of docs or a
 fraction below 1 of each task's.
@@ -29,7 +30,8 @@ from typing import Optional, Sequence, Union
 
 OPTIONS = ("num_fewshot", "seed", "apply_chat_template", "fewshot_as_multiturn", "system_prompt", "data",
            "fewshot_data", "task_args", "gen_kwargs", "shard", "tags", "include_path", "output", "cache_dir",
-           "cache", "progress", "model_args", "tokenizer", "tool_parser", "repeats", "user_model", "user_model_args")
+           "cache", "progress", "model_args", "tokenizer", "tool_parser", "repeats", "user_model", "user_model_args",
+           "thinking_budgets", "forced_answer_tokens")
 
 
 def _is_vllm_llm(obj) -> bool:
@@ -86,12 +88,20 @@ def _config(tasks, limit, o: dict):
     data = {k: str(v) for k, v in (o.get("data") or {}).items()}
     task_opts = {k: dict(v) for k, v in (o.get("task_args") or {}).items()}
     validation.check_task_options(task_opts)
+    forcing = None
+    if o.get("thinking_budgets") is not None:
+        from evalkit.run.budget_forcing import BudgetForcing
+        forcing = BudgetForcing.parse(o["thinking_budgets"], o.get("forced_answer_tokens"),
+                                      "thinking_budgets").to_record()
+    elif o.get("forced_answer_tokens") is not None:
+        raise ValueError("forced_answer_tokens applies with thinking_budgets")
     return RunConfig(tasks=names, limit=limit, seed=int(o.get("seed", 1234)), num_fewshot=o.get("num_fewshot"),
                      apply_chat_template=bool(o.get("apply_chat_template")), system_prompt=o.get("system_prompt"),
                      data_paths=data, task_options=task_opts, gen_overrides=gen,
                      shard=tuple(o["shard"]) if o.get("shard") else None, tags=list(o.get("tags") or []),
                      fewshot_paths={k: str(v) for k, v in (o.get("fewshot_data") or {}).items()},
-                     fewshot_as_multiturn=o.get("fewshot_as_multiturn"), tool_parser=o.get("tool_parser"))
+                     fewshot_as_multiturn=o.get("fewshot_as_multiturn"), tool_parser=o.get("tool_parser"),
+                     budget_forcing=forcing)
 
 
 def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, None] = None, **options):

@@ -34,6 +34,13 @@ def add_reasoning_args(p) -> None:
                         "message); same as --model-args reasoning_effort=LEVEL")
     g.add_argument("--thinking-budget", type=int, default=None, metavar="N",
                    help="max_tokens under --reasoning (the trace and the answer share it)")
+    g.add_argument("--thinking-budgets", default=None, metavar="B1,B2,...",
+                   help="test-time scaling from one trace (budget forcing, as in s1): each trace is generated "
+                        "once up to the largest budget; for every budget B it is cut at B tokens, closed with "
+                        "</think> and the model answers; the record gives every metric per budget with its CI "
+                        "(breakdowns thinking_budget:B). Needs a model that thinks (a <think> template)")
+    g.add_argument("--forced-answer-tokens", type=int, default=None, metavar="N",
+                   help="new tokens for each forced answer under --thinking-budgets (default 256)")
 
 
 def apply(args, config, model_args: dict, prefix: str) -> None:
@@ -62,6 +69,15 @@ def apply(args, config, model_args: dict, prefix: str) -> None:
             raise ConfigError(f"--reasoning-effort {effort} and --model-args reasoning_effort="
                               f"{model_args['reasoning_effort']} differ")
         model_args["reasoning_effort"] = effort
+    budgets = getattr(args, "thinking_budgets", None)
+    if budgets is not None:
+        from evalkit.run.budget_forcing import BudgetForcing
+        try:
+            config.budget_forcing = BudgetForcing.parse(budgets, getattr(args, "forced_answer_tokens", None)).to_record()
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+    elif getattr(args, "forced_answer_tokens", None) is not None:
+        raise ConfigError("--forced-answer-tokens applies with --thinking-budgets")
     budget = getattr(args, "thinking_budget", None)
     if budget is not None and budget < 1:
         raise ConfigError("--thinking-budget must be >= 1")

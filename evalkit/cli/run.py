@@ -280,6 +280,9 @@ def run(args):
         if run.suite and run.suite.get("leaderboard_v2"):
             print(format_suite(run.suite))
         budget_warnings(run)
+        if run.config.get("budget_forcing"):
+            from evalkit.run.budget_forcing import curve_lines
+            print("\n".join(curve_lines(run)))
         if args.no_output:
             continue
         try:

@@ -34,6 +34,8 @@ class RunConfig:
     tool_parser: Optional[str] = None
     #: with --suite: the suite's record entry (``evalkit.run.suites.Suite.to_record``)
     suite: Optional[dict] = None
+    #: --thinking-budgets: {"budgets": [...], "answer_tokens": N} (``evalkit.run.budget_forcing``)
+    budget_forcing: Optional[dict] = None
 
     def context(self, render_chat: Optional[Callable[[list], str]] = None,
                 tokenize: Optional[Callable[[str], list]] = None) -> RunContext:
@@ -56,7 +58,8 @@ class RunConfig:
                    else {}),
                 **({"thinking": self.thinking} if self.thinking else {}),
                 **({"tool_parser": self.tool_parser} if self.tool_parser else {}),
-                **({"suite": self.suite} if self.suite else {})}
+                **({"suite": self.suite} if self.suite else {}),
+                **({"budget_forcing": self.budget_forcing} if self.budget_forcing else {})}
 
     @classmethod
     def from_record(cls, cfg: dict) -> "RunConfig":
@@ -79,4 +82,4 @@ class RunConfig:
                    fewshot_as_multiturn=cfg.get("fewshot_as_multiturn",
                                                 False if cfg.get("apply_chat_template") else None),
                    thinking=dict(cfg.get("thinking") or {}), tool_parser=cfg.get("tool_parser"),
-                   suite=cfg.get("suite"))
+                   suite=cfg.get("suite"), budget_forcing=cfg.get("budget_forcing"))

@@ -81,13 +81,25 @@ def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "res
     t0 = time.time()
     p = plan(config, backend, task_runs)
     t_prep = time.time()
-    answers, engine_stats = answer(p, backend, cache, progress, user_backend)
+    if config.budget_forcing:  # --thinking-budgets: one trace, a forced answer per budget
+        from evalkit.run import budget_forcing
+        by_budget, forced_info, engine_stats = budget_forcing.run_answers(p, backend, cache, progress)
+    else:
+        answers, engine_stats = answer(p, backend, cache, progress, user_backend)
     # after the answers, so a cached rerun needs no tokenizer: counted, warned, recorded per sample
     p.too_long = prompts_over_context(p.task_runs, backend)
     t_model = time.time()
-    scored = score(p, answers, token_counter(backend))
+    if config.budget_forcing:
+        scored_by = {b: score(p, a, token_counter(backend)) for b, a in by_budget.items()}
+        budget_forcing.annotate(p, scored_by, forced_info)
+        scored = scored_by[max(scored_by)]
+    else:
+        scored = score(p, answers, token_counter(backend))
     entries, rows, reward_model = post_process(
         p, scored, reward=(reward_backend, cache, progress) if reward_backend is not None else None)
+    if config.budget_forcing:
+        budget_forcing.attach(p, entries, scored_by, forced_info,
+                              budget_forcing.BudgetForcing.parse(**config.budget_forcing))
     run = new_run("evaluation", model_info(backend, model_spec, model_args), config.to_record(), entries,
                   engine=engine_stats,
                   # backend counters (vllm/openai: share of completions that hit max_tokens, prefix-cache hits)
