@@ -12,7 +12,9 @@ Options are ``evalkit run``'s, by their Python names: ``num_fewshot``, ``seed``,
 ``apply_chat_template``, ``fewshot_as_multiturn``, ``system_prompt``, ``tool_parser`` (agent tasks),
 ``data`` ({task: path}),
 ``fewshot_data``, ``task_args`` ({task: {k: v}}), ``gen_kwargs``, ``user_model`` (the simulated
-user of agent tasks such as τ²-bench, any ``model`` form; default the model itself) and ``user_model_args``, ``repeats`` (K samples per problem, as
+user of agent tasks such as τ²-bench, any ``model`` form; default the model itself) and ``user_model_args``,
+``judge`` (a judge model for tasks that ask one, e.g. τ²-bench's natural-language assertions) and
+``judge_args``, ``repeats`` (K samples per problem, as
 ``gen_kwargs={"n": K}``), ``thinking_budgets`` ([256, 512, ...]: accuracy against thinking budget
 from one trace, ``evalkit.run.budget_forcing``) and ``forced_answer_tokens``, ``shard`` ((i, n)), ``tags``,
 ``include_path``, ``output`` (results folder; None: write no record), ``cache_dir``, ``cache``
@@ -31,7 +33,7 @@ from typing import Optional, Sequence, Union
 OPTIONS = ("num_fewshot", "seed", "apply_chat_template", "fewshot_as_multiturn", "system_prompt", "data",
            "fewshot_data", "task_args", "gen_kwargs", "shard", "tags", "include_path", "output", "cache_dir",
            "cache", "progress", "model_args", "tokenizer", "tool_parser", "repeats", "user_model", "user_model_args",
-           "thinking_budgets", "forced_answer_tokens")
+           "thinking_budgets", "forced_answer_tokens", "judge", "judge_args")
 
 
 def _is_vllm_llm(obj) -> bool:
@@ -129,16 +131,20 @@ def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, N
     except BaseException:
         cache.close()
         raise
-    user_backend, user_spec, user_owned = None, "", False
-    if options.get("user_model") is not None:
+    extra = {}  # the user model and the judge: (backend, spec, owned)
+    for role in ("user_model", "judge"):
+        if options.get(role) is None:
+            continue
         try:
-            user_backend, user_spec, user_owned = make_model_backend(options["user_model"], None,
-                                                                     dict(options.get("user_model_args") or {}))
+            extra[role] = make_model_backend(options[role], None, dict(options.get(f"{role}_args") or {}))
         except BaseException:
-            if owned:
-                backend.close()
+            for b, _, own in ([(backend, spec, owned)] + list(extra.values())):
+                if own:
+                    b.close()
             cache.close()
             raise
+    user_backend, user_spec, user_owned = extra.get("user_model", (None, "", False))
+    judge_backend, judge_spec, judge_owned = extra.get("judge", (None, "", False))
     torch_model = getattr(backend, "_model", None) if not owned else None
     was_training = bool(getattr(torch_model, "training", False))
     if was_training:
@@ -147,13 +153,15 @@ def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, N
         run = run_evaluation(backend, config, cache, output, model_spec=spec,
                              model_args={k: v for k, v in model_args.items()}, progress=bool(options.get("progress")),
                              task_runs=task_runs, user_backend=user_backend, user_model_spec=user_spec,
-                             user_model_args=dict(options.get("user_model_args") or {}))
+                             user_model_args=dict(options.get("user_model_args") or {}), judge_backend=judge_backend,
+                             judge_spec=judge_spec, judge_args=dict(options.get("judge_args") or {}))
     finally:
         if was_training:
             torch_model.train()
         if owned:
             backend.close()
-        if user_owned:
-            user_backend.close()
+        for b, own in ((user_backend, user_owned), (judge_backend, judge_owned)):
+            if own:
+                b.close()
         cache.close()
     return run

@@ -116,7 +116,9 @@ LOWER_IS_BETTER = {"word_perplexity", "byte_perplexity", "bits_per_byte", "ter",
                    # agent tasks' tool-use figures (evalkit.taskapi.agent_task.TOOL_USE_METRICS)
                    "turns", "tool_calls", "tokens", "invalid_call_format", "tool_errors",
                    # τ²-bench's failure breakdown (tasks/tau2)
-                   "fail_premature", "fail_db", "fail_communicate"}
+                   "fail_premature", "fail_db", "fail_communicate",
+                   # τ²-bench telecom's (dual control): its breakdown and the customer's own tool calls
+                   "fail_env_assertion", "fail_action", "user_tool_calls"}
 
 
 def test_every_builtin_task_declares_its_metrics():

@@ -11,7 +11,9 @@ PACKAGES = ("evalkit", "evalkit.cli", "evalkit.tasks", "evalkit.tasks.bfcl", "ev
             "evalkit.tasks.ruler", "evalkit.tasks.lm_eval_catalog", "evalkit.judges", "evalkit.dashboards")
 DATA = {"evalkit.records": ["run.schema.json"], "evalkit.run": ["suites/leaderboard-v2.toml"],
         "evalkit.ci": ["gate.sh"], "evalkit.judges": ["judge_prompts.jsonl"],
-        "evalkit.tasks.tau2": ["agent_tools.json", "runtime_common.py", "runtime_airline.py", "runtime_retail.py"],
+        "evalkit.tasks.tau2": ["agent_tools.json", "runtime_common.py", "runtime_airline.py", "runtime_retail.py",
+                               "runtime_telecom.py", "runtime_telecom_agent.py", "runtime_telecom_user.py",
+                               "runtime_telecom_phone.py"],
         "evalkit.tasks.bfcl": ["multi_turn_runtime.py"]}
 
 

@@ -204,6 +204,11 @@ def register(sub):
                         "spec (default: the evaluated model plays it too); named in the record, cached on its own")
     p.add_argument("--user-model-args", default="", metavar="K=V,...",
                    help="backend options of --user-model, as --model-args")
+    p.add_argument("--judge", default=None, metavar="BACKEND:MODEL",
+                   help="a judge model for tasks that ask one about their answers (tau2_*: the tasks' "
+                        "natural-language assertions, as tau2-bench judges them), any --model spec; named in "
+                        "the record, cached on its own")
+    p.add_argument("--judge-args", default="", metavar="K=V,...", help="backend options of --judge, as --model-args")
     from evalkit.cli.reasoning_args import add_reasoning_args
     add_reasoning_args(p)
     sinks.add_sink_args(p)
@@ -236,6 +241,10 @@ def run(args):
     user_args = parse_model_args(getattr(args, "user_model_args", ""), "--user-model-args") if user_spec else {}
     if user_spec:
         validation.check_model_args(split_spec(user_spec)[0], user_args)
+    judge_spec = getattr(args, "judge", None)
+    judge_args = parse_model_args(getattr(args, "judge_args", ""), "--judge-args") if judge_spec else {}
+    if judge_spec:
+        validation.check_model_args(split_spec(judge_spec)[0], judge_args)
     task_runs = load_tasks(config)  # data errors surface before the model loads
     if getattr(args, "write_out", False):
         return write_out(config, task_runs)
@@ -246,14 +255,17 @@ def run(args):
         if split_spec(args.model)[0] != "vllm":
             raise ValueError("--lora needs the vllm: backend (one engine serves every adapter)")
         model_args["lora"] = args.lora
-    user_backend = None
+    user_backend = judge_backend = None
     try:
         backend = make_backend(args.model, model_args)
         if user_spec:
             user_backend = make_backend(user_spec, user_args)
+        if judge_spec:
+            judge_backend = make_backend(judge_spec, judge_args)
     except BaseException:
-        if user_spec and "backend" in locals():
-            backend.close()
+        for b in (locals().get("backend"), user_backend):
+            if b is not None:
+                b.close()
         cache.close()
         raise
     outs = []
@@ -266,11 +278,13 @@ def run(args):
             # never costs the results
             outs.append(evaluate(view, config, cache, None, model_spec=args.model, model_args=view_args,
                                  task_runs=task_runs, reward_backend=reward_backend, user_backend=user_backend,
-                                 user_model_spec=user_spec or "", user_model_args=user_args))
+                                 user_model_spec=user_spec or "", user_model_args=user_args,
+                                 judge_backend=judge_backend, judge_spec=judge_spec or "", judge_args=judge_args))
     finally:
         backend.close()
-        if user_backend is not None:
-            user_backend.close()
+        for b in (user_backend, judge_backend):
+            if b is not None:
+                b.close()
         if reward_backend is not None:
             reward_backend.close()
         cache.close()

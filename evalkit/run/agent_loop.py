@@ -14,7 +14,9 @@ agent's first message; each round, first every waiting user model answers (one b
 engine, ``evalkit.run.simulated_user``), then every agent whose turn it is (one batch). The agent
 acts until it answers without a call, then the user speaks again; the conversation ends when the
 user's message holds a stop token (``user_stop``), at ``max_steps`` messages or ``max_errors``
-failed calls, or on an empty message; the environment's snapshot is taken once, at the end.
+failed calls, or on an empty message; the environment's snapshot is taken once, at the end. A user
+with tools (τ²-bench's dual control) may answer with calls instead: they run in the episode's
+environment (``user:<name>``), their results go to the user alone, and it speaks again.
 """
 from __future__ import annotations
 
@@ -51,10 +53,13 @@ class _Play:
         self.done = False
         self.t0 = time.monotonic()
         self.offered = {t["function"]["name"] if "function" in t else t.get("name") for t in ep.tools_at(0)}
+        self.user_offered = {t["function"]["name"] for t in json.loads(self.sim.tools)} if self.sim else set()
+        self.user_calls: list = []  # the simulated user's calls waiting to run
 
     def request(self) -> ToolChatRequest:
         tools = canonical_json(self.ep.tools_at(self.user_turn)) if self.ep.tool_mode == "native" else "[]"
-        return ToolChatRequest(canonical_json(self.t.messages), tools, self.ep.params, self.ep.parser)
+        seen = [m for m in self.t.messages if m.get("requestor") != "user"]  # not the user's own tool use
+        return ToolChatRequest(canonical_json(seen), tools, self.ep.params, self.ep.parser)
 
     def take(self, comp, seconds: float) -> list[dict]:
         """The reply goes into the transcript; returns the calls to run (with their ids)."""
@@ -86,18 +91,28 @@ class _Play:
         """The simulated user's reply goes into the conversation; returns why it ended, if it did."""
         text = simulated_user.reply_text(comp)
         usage = comp.usage or {}
+        calls = simulated_user.user_calls(self.sim, comp, len(self.t.user_replies))
         self.t.user_replies.append({"text": text, "finish_reason": comp.finish_reason,
                                     "prompt_tokens": usage.get("prompt_tokens"),
-                                    "completion_tokens": usage.get("completion_tokens"), "seconds": round(seconds, 3)})
+                                    "completion_tokens": usage.get("completion_tokens"), "seconds": round(seconds, 3),
+                                    **({"tool_calls": [{k: c[k] for k in ("id", "name", "arguments", "raw_arguments")
+                                                        if k in c} for c in calls], "results": []} if calls else {})})
         self.messages_sent += 1
         if self.t.user_replies[1:]:
             self.user_turn += 1
+        if calls:  # to the environment; the user speaks again after the results
+            self.t.messages.append({"role": "user", "content": text, "requestor": "user", "tool_calls": [
+                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c.get(
+                    "raw_arguments") if "raw_arguments" in c else json.dumps(c["arguments"], ensure_ascii=False)}}
+                for c in calls]})
+            self.user_calls = calls
+            return self.limit_reached()
         self.t.messages.append({"role": "user", "content": text})
         self.phase, self.steps = "agent", 0
         return simulated_user.stop_reason(self.sim, text) or self.limit_reached()
 
-    def problem_of(self, call: dict) -> Optional[str]:
-        if call["name"] not in self.offered:
+    def problem_of(self, call: dict, offered: Optional[set] = None) -> Optional[str]:
+        if call["name"] not in (self.offered if offered is None else offered):
             return f"unknown function {call['name']!r}: not among the tools offered"
         if "raw_arguments" in call:
             return "the arguments are not a JSON object"
@@ -171,9 +186,10 @@ def play(episodes, engine, tools=None, workers: int = 2, user_engine=None) -> di
         while active:
             rounds += 1
             users = [p for p in active if p.phase == "user"]
-            if users:  # the simulated users answer the agents' last messages
+            if users:  # the simulated users answer the agents' last messages (or call their own tools)
                 ended = _user_round(users, user_engine or engine)
                 list(pool.map(lambda pr: pr[0].finish(pr[1], _snapshot(pr[0], tools), with_snapshot=True), ended))
+                list(pool.map(lambda p: _run_user_calls(p, tools), [p for p in users if p.user_calls and not p.done]))
             agents = [p for p in active if p.phase == "agent" and not p.done]
             if agents:
                 reqs = [p.request() for p in agents]
@@ -228,6 +244,27 @@ def _run_calls(p: _Play, calls: list, tools) -> None:
         reason = p.limit_reached()
         if reason:
             p.end_turn(reason, _snapshot(p, tools))
+
+
+def _run_user_calls(p: _Play, tools) -> None:
+    """The simulated user's calls, in order, in the episode's environment; the results go to the user."""
+    calls, p.user_calls = p.user_calls, []
+    reply = p.t.user_replies[-1]
+    for call in calls:
+        why = p.problem_of(call, p.user_offered)
+        result, error, seconds = None, why or "no tool environment", 0.0
+        if why is None and p.ep.env is not None:
+            out = tools.call(p.ep.env, p.state, "user:" + call["name"], call["arguments"])
+            p.state, result, error, seconds = out.state, out.result, out.error, out.seconds
+        reply["results"].append({"error": error} if error is not None else {"result": result})
+        reply["tool_seconds"] = round(reply.get("tool_seconds", 0.0) + seconds, 3)
+        p.failed_calls += error is not None
+        p.t.messages.append({"role": "tool", "content": result if error is None else f"Error: {error}",
+                             "name": call["name"], "tool_call_id": call["id"], "requestor": "user"})
+    p.messages_sent += 1  # the environment's reply
+    reason = p.limit_reached()
+    if reason:
+        p.finish(reason, _snapshot(p, tools), with_snapshot=True)
 
 
 def play_with_sandbox(episodes, engine, workers: int = 2, user_engine=None) -> dict:

@@ -53,7 +53,12 @@ class UserSim:
     hidden) under ``system_prompt`` and writes the next user message. The conversation opens with the
     agent's ``first_message``; it ends when the user's message holds one of ``stop_tokens``
     (``user_stop``), after ``max_steps`` messages (agent replies, user replies and tool results, as
-    τ²-bench counts steps: ``max_steps``) or ``max_errors`` failed tool calls (``too_many_errors``)."""
+    τ²-bench counts steps: ``max_steps``) or ``max_errors`` failed tool calls (``too_many_errors``).
+
+    ``tools`` (canonical JSON of OpenAI-format schemas; τ²-bench's "dual control", e.g. telecom's
+    phone): the user model is offered them (calls parsed with ``parser`` where it writes them as
+    text); its calls run in the episode's ``ToolEnv`` as ``user:<name>``, their results go back to it
+    alone, and it speaks again; the agent never sees them."""
 
     system_prompt: str
     first_message: str = "Hi! How can I help you today?"
@@ -61,10 +66,12 @@ class UserSim:
     params: GenParams = field(default_factory=lambda: GenParams(max_tokens=1024, temperature=0.0))
     max_steps: int = 200
     max_errors: int = 10
+    tools: str = "[]"
+    parser: Optional[str] = None
 
     def to_json(self) -> list:
         return [self.system_prompt, self.first_message, list(self.stop_tokens), self.params.to_dict(),
-                self.max_steps, self.max_errors]
+                self.max_steps, self.max_errors] + ([self.tools, self.parser] if self.tools != "[]" else [])
 
 
 @dataclass(frozen=True)
@@ -148,7 +155,8 @@ class Transcript:
     ``max_tokens_total``, ``max_seconds`` or ``length`` (a reply hit max_tokens); with a simulated
     user also ``user_stop`` (the user ended it), ``agent_error`` (an empty agent message) and
     ``too_many_errors``; ``user_replies``: per simulated user message ``{text, prompt_tokens,
-    completion_tokens, seconds, finish_reason}``."""
+    completion_tokens, seconds, finish_reason}`` and, for a user with tools, its ``tool_calls`` and
+    their ``results`` (in ``messages`` too, marked ``"requestor": "user"``)."""
 
     messages: list = field(default_factory=list)
     turns: list = field(default_factory=list)
@@ -162,6 +170,10 @@ class Transcript:
     def calls(self, user_turn: Optional[int] = None) -> list[dict]:
         """Every tool call made (in one user turn), as ``{name, arguments, error?}``."""
         return [c for t in self.turns if user_turn is None or t["user_turn"] == user_turn for c in t["tool_calls"]]
+
+    def user_calls(self) -> list[dict]:
+        """Every tool call the simulated user made, as ``{id, name, arguments}``."""
+        return [c for r in self.user_replies for c in r.get("tool_calls") or []]
 
     @classmethod
     def from_json(cls, d: dict) -> "Transcript":

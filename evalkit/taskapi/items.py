@@ -98,3 +98,6 @@ class RunContext:
     #: the model's tokenizer (text -> token ids, no special tokens), for tasks that size their prompts
     #: in tokens (RULER); None when the backend has none (a server in text mode, a dry run)
     tokenize: Optional[Callable[[str], list]] = None
+    #: answers of the run's judge model (``--judge``) to the tasks' ``judge_requests``, by request key;
+    #: empty without a judge
+    judgments: dict = field(default_factory=dict)

@@ -27,6 +27,7 @@ What a task may override (every hook has a default on ``Task``):
 ``score_texts``             generation: all completions of a doc (n > 1) -> ``Scored``
 ``score_batch``             generation: all docs at once (worker pools, sandboxes)
 ``score`` / ``score_all``   other shapes: responses -> ``Sample``
+``judge_requests``          requests for the run's judge model (``--judge``) about a doc's answers
 ``metrics``                 ``Metric``/``MetricGroup`` objects (direction, sample or corpus level)
 ``breakdowns``              per-group results (subjects, levels)
 ``run_extra``               task-level figures for the record's ``extra``
@@ -126,6 +127,12 @@ class Task(Prompting):
     # ---- requests and scoring ----
     def requests(self, doc: Doc, ctx: RunContext) -> list:
         raise NotImplementedError
+
+    def judge_requests(self, doc: Doc, responses: list, ctx: RunContext) -> list:
+        """Requests for the run's judge model (``--judge``) about one doc's answers, made after the
+        answer phase (default: none). Their answers reach scoring as ``ctx.judgments`` (by request
+        key); a run without ``--judge`` has none, and the task scores without them."""
+        return []
 
     def score(self, doc: Doc, responses: list, ctx: RunContext):
         """One doc's values from its responses: a ``Scored`` (or a plain metrics dict); the framework

@@ -1,2 +1,2 @@
 """τ²-bench (sierra-research/tau2-bench): conversational agents with a simulated user; see ``task``."""
-from . import task  # noqa: F401 (registers tau2_airline, tau2_retail)
+from . import task  # noqa: F401 (registers tau2_airline, tau2_retail, tau2_telecom)

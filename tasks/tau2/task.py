@@ -1,7 +1,8 @@
 """τ²-bench (Barres et al. 2025; sierra-research/tau2-bench): a customer-service agent serves a
 simulated customer under a domain policy, calling domain tools that read and write a database.
 
-``tau2_airline`` (50 tasks) and ``tau2_retail`` (114), played on evalkit's agent loop as τ²-bench's
+``tau2_airline`` (50 tasks), ``tau2_retail`` (114) and ``tau2_telecom`` (2,285; τ²-bench's default
+``base`` split: 114; ``split=full|small|train|test``), played on evalkit's agent loop as τ²-bench's
 orchestrator plays them (``tau2/orchestrator/orchestrator.py``, half duplex):
 
 * the agent's system prompt is τ²-bench's ``<instructions>`` and ``<policy>``; it opens with "Hi! How
@@ -10,21 +11,34 @@ orchestrator plays them (``tau2/orchestrator/orchestrator.py``, half duplex):
 * the customer is a second model (``--user-model``, default the evaluated model itself) with
   τ²-bench's simulation guidelines and the task's ``<scenario>``; it never sees tool calls, and ends the
   conversation with ``###STOP###``, ``###TRANSFER###`` or ``###OUT-OF-SCOPE###``;
-* at most 200 messages and 10 failed tool calls (τ²-bench's defaults), else the trial fails.
+* at most 200 messages and 10 failed tool calls (τ²-bench's defaults), else the trial fails;
+* telecom is dual control: the customer has a phone (``user_db.toml``) and its tools, offered to the
+  user model (τ²-bench's ``simulation_guidelines_tools``); its calls run in the sandbox on the same
+  per-trial state as the agent's, after the task's initial state (its ``initialization_actions``).
 
 Scored as τ²-bench's evaluator scores (``tau2/evaluator``): a trial ended any other way than by the
 user (max steps, too many errors, an empty message) gets reward 0; otherwise the reward is the
 product over the task's reward basis (default DB and COMMUNICATE): the final database equals the one
 the task's gold actions give when replayed on a fresh copy, and every piece of information the agent
-had to communicate appears in its messages. ``--task-args trials=K`` (or ``--repeats K``) plays K
+had to communicate appears in its messages; telecom's basis is ENV_ASSERTION (assertions on the
+final state of the line and the phone, e.g. mobile data works) and for some tasks ACTION.
+``--task-args trials=K`` (or ``--repeats K``) plays K
 trials per task, each with its own seed, and reports pass^k (all k trials of a task pass, τ-bench's
 unbiased estimate) for k ≤ K with CIs over tasks; ``reward`` is the mean over trials (pass^1).
 
 The breakdown: ``db_match`` and ``communicate`` (shares of trials), and why trials failed:
 ``fail_premature`` (the conversation was cut: max steps, too many errors, an empty message),
 ``fail_db`` (wrong final database: a wrong or missing write), ``fail_communicate`` (information not
-given). What evalkit does differently: nothing in the scoring; the natural-language assertions that
-τ²-bench treats as experimental (not in the default reward basis) are kept on the sample, not judged.
+given); telecom's: ``fail_premature``, ``fail_env_assertion``, ``fail_action``. What evalkit does
+differently: nothing in the scoring.
+
+Natural-language assertions (airline: all 50 tasks, retail: 8), which τ²-bench treats as
+experimental and keeps out of the default reward basis, are judged with ``--judge MODEL``
+(``nl_assertions.py``: τ²-bench's judge prompt, one judge request per trial): ``nl_assertions`` is the
+share of trials whose assertions all hold (over the tasks that have some), each trial keeps the
+judge's checks (``extra.nl_assertion_checks``); ``--task-args TASK:nl_in_reward=true`` multiplies it
+into the reward, as τ²-bench does when ``NL_ASSERTION`` is in a task's reward basis
+(``judge_max_tokens``: the judge's reply length, default 2,048).
 """
 from __future__ import annotations
 
@@ -33,7 +47,7 @@ from typing import ClassVar, Optional
 
 from evalkit.scoring.metric import Metric
 from evalkit.taskapi import repeats as task_repeats
-from evalkit.taskapi.agent import Episode, UserSim
+from evalkit.taskapi.agent import Episode, UserSim, canonical_json
 from evalkit.taskapi.agent_task import TOOL_USE_METRICS, AgentTask, tool_use_figures
 from evalkit.taskapi.data import DataSource
 from evalkit.taskapi.items import Doc, Scored
@@ -41,8 +55,8 @@ from evalkit.taskapi.requests import GenParams
 from evalkit.scoring.stats import derive_seed
 from evalkit.taskapi.task import register_task, run_params
 
-from . import data, evaluate
-from .env import agent_tools, domain_env
+from . import data, evaluate, nl_assertions
+from .env import agent_tools, domain_env, user_tools
 
 AGENT_INSTRUCTION = """
 You are a customer service agent that helps the user according to the <policy> provided below.
@@ -74,6 +88,10 @@ USER_SYSTEM = """
 MAX_STEPS, MAX_ERRORS = 200, 10          # τ²-bench's DEFAULT_MAX_STEPS, DEFAULT_MAX_ERRORS
 ENDED_BY_CONVERSATION = ("user_stop",)   # τ²-bench scores only USER_STOP / AGENT_STOP trials
 FAILURES = ("fail_premature", "fail_db", "fail_communicate")
+TELECOM_FAILURES = ("fail_premature", "fail_env_assertion", "fail_action")
+TELECOM_METRICS = (Metric("reward"), Metric("env_assertion"), Metric("db_match"),
+                   *(Metric(f, higher_is_better=False) for f in TELECOM_FAILURES),
+                   Metric("user_tool_calls", higher_is_better=False), *TOOL_USE_METRICS)
 
 
 class Tau2Task(AgentTask):
@@ -82,8 +100,10 @@ class Tau2Task(AgentTask):
     version = "1"
     eval_split = "base"   # τ²-bench's default task set: every task of the domain ("test": the held-out split)
     metrics = (Metric("reward"), Metric("db_match"), Metric("communicate"),
-               *(Metric(f, higher_is_better=False) for f in FAILURES), *TOOL_USE_METRICS)
-    known_options: ClassVar[tuple] = ("trials", "max_steps", "max_errors", "user_temperature", "max_tokens", "split")
+               *(Metric(f, higher_is_better=False) for f in FAILURES), *TOOL_USE_METRICS,
+               Metric("nl_assertions", required=False))
+    known_options: ClassVar[tuple] = ("trials", "max_steps", "max_errors", "user_temperature", "max_tokens", "split",
+                                      "nl_in_reward", "judge_max_tokens")
     repeat_metric = "reward"
     votes = False
 
@@ -120,12 +140,14 @@ class Tau2Task(AgentTask):
         system = AGENT_SYSTEM.format(agent_instruction=AGENT_INSTRUCTION, domain_policy=dom.policy)
         user_params = GenParams(max_tokens=int(self.options.get("max_tokens", 1024)),
                                 temperature=float(self.options.get("user_temperature", 0.0)))
+        phone = canonical_json(user_tools(self.domain))
         sim = UserSim(USER_SYSTEM.format(global_user_sim_guidelines_with_persona=dom.user_guidelines,
                                          instructions=user_instructions(task)),
                       params=user_params, max_steps=int(self.options.get("max_steps", MAX_STEPS)),
-                      max_errors=int(self.options.get("max_errors", MAX_ERRORS)))
+                      max_errors=int(self.options.get("max_errors", MAX_ERRORS)), tools=phone,
+                      parser=ctx.tool_parser if phone != "[]" else None)
         return Episode.build([{"role": "system", "content": system}], [], agent_tools(self.domain),
-                             env=domain_env(self.domain, dom.db_path), parser=ctx.tool_parser,
+                             env=domain_env(self.domain, dom.db_path, task, dom.user_db_path), parser=ctx.tool_parser,
                              params=GenParams(max_tokens=int(self.options.get("max_tokens", 1024)), temperature=0.0),
                              max_steps=sim.max_steps, user_sim=sim)
 
@@ -142,13 +164,21 @@ class Tau2Task(AgentTask):
         return out
 
     # ---- scoring ----
+    def judge_requests(self, doc, responses, ctx):
+        """With --judge: one request per trial about the task's natural-language assertions."""
+        reqs = [self.nl_request(doc, t) for t in responses]
+        return [r for r in reqs if r is not None]
+
     def score_all(self, docs, responses, ctx):
-        judged = evaluate.evaluate_trials(self.domain, self._domain().db_path, [d.meta["task"] for d in docs], responses)
+        dom = self._domain()
+        judged = evaluate.evaluate_trials(self.domain, dom.db_path, [d.meta["task"] for d in docs], responses,
+                                          user_db_path=dom.user_db_path)
         out = []
         for doc, transcripts, verdicts in zip(docs, responses, judged):
             ep = self.requests(doc, ctx)[0]
             tools = ep.tools_at(0)
-            per = [self.trial_scored(t, v, tools) for t, v in zip(transcripts, verdicts)]
+            per = [self.with_nl_verdict(self.trial_scored(t, v, tools), doc, t, ctx)
+                   for t, v in zip(transcripts, verdicts)]
             s = task_repeats.problem_scored(per, "reward", False) if len(per) > 1 else per[0]
             s.responses = [t.to_json() for t in transcripts]
             s.prompt = ep.opening()
@@ -164,16 +194,47 @@ class Tau2Task(AgentTask):
                    "fail_db": float(not premature and verdict.get("db_match") is False),
                    "fail_communicate": float(not premature and verdict.get("communicate") is False),
                    **tool_use_figures(t, tools)}
+        if self.domain in data.DUAL_CONTROL:
+            env_ok, act_ok = verdict.get("env_assertion") is not False, verdict.get("action") is not False
+            basis = verdict.get("basis") or []
+            metrics = {"reward": reward, "env_assertion": float(env_ok), "db_match": metrics["db_match"],
+                       "fail_premature": float(premature),
+                       "fail_env_assertion": float(not premature and "ENV_ASSERTION" in basis and not env_ok),
+                       "fail_action": float(not premature and "ACTION" in basis and not act_ok),
+                       "user_tool_calls": len(t.user_calls()), **tool_use_figures(t, tools)}
         extra = {"stop_reason": t.stop_reason, "seconds": round(t.seconds, 3), "reward_basis": verdict.get("basis"),
                  "communicate_details": verdict.get("communicate_details"), "db_hash": verdict.get("db_hash"),
                  "gold_db_hash": verdict.get("gold_db_hash"),
-                 "nl_assertions": verdict.get("nl_assertions") or None}
+                 "nl_assertions": verdict.get("nl_assertions") or None,
+                 **({"env_assertions": verdict.get("env_assertions"), "actions": verdict.get("actions"),
+                     "user_db_hash": (t.snapshots[-1] or {}).get("user_db_hash") if t.snapshots else None}
+                    if self.domain in data.DUAL_CONTROL else {})}
         return Scored(metrics, extracted=None, extra=extra)
+
+    def nl_request(self, doc: Doc, t):
+        return nl_assertions.request(doc.meta["task"], t,
+                                     int(self.options.get("judge_max_tokens", nl_assertions.MAX_TOKENS)))
+
+    def with_nl_verdict(self, scored: Scored, doc: Doc, t, ctx) -> Scored:
+        """The judge's verdict on the trial's natural-language assertions, when the run has a judge."""
+        req = self.nl_request(doc, t) if ctx.judgments else None
+        if req is None or req.key() not in ctx.judgments:
+            return scored
+        v = nl_assertions.verdict(ctx.judgments[req.key()][0].text)
+        scored.metrics["nl_assertions"] = float(v["met"])
+        scored.extra["nl_assertion_checks"] = v["checks"]
+        scored.extra["nl_judge_status"] = v["status"]
+        if str(self.options.get("nl_in_reward", "false")).lower() in ("1", "true", "yes") and not v["met"]:
+            scored.metrics["reward"] = 0.0
+        return scored
 
     def run_extra(self, samples):
         dom = self._domain()
         return {"domain": self.domain, "data": str(dom.path), "trials": max(len(s.responses) for s in samples)
-                if samples else 0, "user_simulator": "tau2-bench's simulation guidelines (simulation_guidelines.txt)"}
+                if samples else 0, "user_simulator": "tau2-bench's simulation guidelines (" + (
+                    "simulation_guidelines_tools.txt, with the customer's phone tools)"
+                    if self.domain in data.DUAL_CONTROL
+                    else "simulation_guidelines.txt)")}
 
 
 def user_instructions(task: dict) -> str:
@@ -196,15 +257,19 @@ def user_instructions(task: dict) -> str:
     return "\n".join(out)
 
 
-def _domain_task(domain: str, count: int) -> type:
+def _domain_task(domain: str, count: int, **extra) -> type:
     cls = type(f"Tau2_{domain}", (Tau2Task,), {
         "name": f"tau2_{domain}", "domain": domain, "dataset": DataSource(),
         "description": f"tau2-bench {domain} ({count} tasks): a customer-service agent with a simulated user "
                        f"(--user-model), domain tools in the sandbox, pass^k over --task-args trials=K",
-        "__module__": __name__})
+        "__module__": __name__, **extra})
     cls.__qualname__ = cls.__name__
     return register_task(cls)
 
 
 Tau2_airline = _domain_task("airline", 50)
 Tau2_retail = _domain_task("retail", 114)
+Tau2_telecom = _domain_task("telecom", 2285, metrics=TELECOM_METRICS, version="1",
+                            description="tau2-bench telecom (2,285 tasks; default split base: 114; split=full|small|"
+                                        "train|test): dual control, the customer's phone tools run in the sandbox too; "
+                                        "ENV_ASSERTION scoring, pass^k over --task-args trials=K")

@@ -1,0 +1,92 @@
+"""τ²-bench's natural-language assertions judged with ``--judge``: the judge's requests (τ²-bench's
+prompt on the trajectory), its verdicts parsed as τ²-bench reads them, the ``nl_assertions`` metric,
+``nl_in_reward``, the judge named in the record and cached under its own identity."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import evalkit
+from evalkit.backends.base import Backend
+from evalkit.taskapi.agent import Transcript
+from evalkit.taskapi.requests import Completion
+from evalkit.tasks.tau2 import nl_assertions as nl
+
+from test_tau2 import Customer, GoldAgent, tasks_by_tag
+
+pytest.importorskip("inspect_evals", reason="τ²-bench's data ships in inspect-evals (pip install --no-deps)")
+
+
+def test_prompt_is_tau2_benchs():
+    t = Transcript(messages=[{"role": "system", "content": "policy"},
+                             {"role": "assistant", "content": "Hi! How can I help you today?"},
+                             {"role": "user", "content": "Cancel my flight."},
+                             {"role": "assistant", "content": None, "tool_calls": [{"name": "x", "arguments": {}}]},
+                             {"role": "tool", "content": '{"ok": true}'}])
+    task = {"evaluation_criteria": {"nl_assertions": ["Agent should not cancel", "Agent explains why"]}}
+    req = nl.request(task, t)
+    (srole, system), (urole, user) = req.messages
+    assert (srole, urole) == ("system", "user") and system.startswith("\n        TASK\n        - You will be given")
+    assert user == ("\n        conversation:\n        assistant: Hi! How can I help you today?\nuser: Cancel my flight."
+                    "\nassistant: None\ntool: {\"ok\": true}\n        \n        expectedOutcomes:\n        "
+                    "['Agent should not cancel', 'Agent explains why']\n        ")
+    assert req.params.temperature == 0.0
+    assert nl.request({"evaluation_criteria": {}}, t) is None
+
+
+def test_verdicts_as_tau2_bench_reads_them():
+    ok = {"results": [{"expectedOutcome": "a", "reasoning": "r", "metExpectation": True},
+                      {"expectedOutcome": "b", "reasoning": "r", "metExpectation": True}]}
+    assert nl.verdict(json.dumps(ok))["met"] is True
+    ok["results"][1]["metExpectation"] = False
+    v = nl.verdict("Here you go:\n```json\n" + json.dumps(ok) + "\n```")
+    assert v["met"] is False and v["status"] == "judged" and [c["met"] for c in v["checks"]] == [True, False]
+    assert nl.verdict('{"results": []}')["met"] is True       # τ²-bench's all() over no results
+    assert nl.verdict("I think the agent did fine.") == {"met": False, "checks": [], "status": "unparsed"}
+
+
+class Judge(Backend):
+    """Meets every assertion when the agent made at most two tool calls (a rule that splits the first tasks)."""
+
+    name = "scripted-judge"
+
+    def __init__(self):
+        self.asked = 0
+
+    def identity(self):
+        return {"model": "judge"}
+
+    def loglikelihood(self, requests):
+        raise NotImplementedError
+
+    def generate(self, requests):
+        out = []
+        for r in requests:
+            self.asked += 1
+            user = r.messages[-1][1]
+            names = eval(user.rsplit("expectedOutcomes:\n", 1)[1].strip())  # the Python list τ²-bench writes
+            met = user.count("\nassistant: None") <= 2 and "Done." in user
+            out.append([Completion(json.dumps({"results": [{"expectedOutcome": a, "reasoning": "-", "metExpectation": met}
+                                                           for a in names]}), "stop")])
+        return out
+
+
+def test_judged_run(tmp_path):
+    by_tag = tasks_by_tag("airline")
+    judge = Judge()
+    common = dict(model=GoldAgent(by_tag), user_model=Customer(), tasks=["tau2_airline"], limit=6,
+                  cache_dir=str(tmp_path / "cache"), output=str(tmp_path / "results"))
+    run = evalkit.evaluate(judge=judge, **common)
+    rows = run.samples["tau2_airline"]
+    assert judge.asked == 6 and run.judge["identity"] == {"model": "judge"} and run.judge_engine["computed"] == 6
+    vals = [r["metrics"]["nl_assertions"] for r in rows]
+    assert vals == [1.0, 1.0, 0.0, 1.0, 0.0, 1.0]  # the first six tasks have 0, 2, 4, 2, 6, 1 gold actions
+    assert run.tasks["tau2_airline"].metrics["nl_assertions"].value == pytest.approx(sum(vals) / 6)
+    assert all(r["metrics"]["reward"] == 1.0 for r in rows), "not in the reward unless asked"
+    assert all(r["extra"]["nl_judge_status"] == "judged" and r["extra"]["nl_assertion_checks"] for r in rows)
+    again = evalkit.evaluate(judge=Judge(), task_args={"tau2_airline": {"nl_in_reward": "true"}}, **common)
+    assert again.judge_engine["cached"] == 6 and again.judge_engine.get("computed", 0) == 0
+    assert [r["metrics"]["reward"] for r in again.samples["tau2_airline"]] == vals
+    plain = evalkit.evaluate(**common)
+    assert plain.judge is None and "nl_assertions" not in plain.tasks["tau2_airline"].metrics
