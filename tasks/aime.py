@@ -42,7 +42,8 @@ from typing import Optional
 from evalkit.scoring.math_equivalence import boxed_answer
 from evalkit.scoring.metric import Metric
 from evalkit.taskapi.data import DataSource, FieldError
-from evalkit.taskapi.requests import GenerateRequest, GenParams
+from evalkit.taskapi.chat_turn import ChatTurnTask
+from evalkit.taskapi.requests import GenParams
 from evalkit.taskapi.task import Doc, GenerationTask, Scored, register_task
 from evalkit.tasks import aime_lm_eval
 
@@ -110,7 +111,7 @@ def record_to_doc(record: dict, index: int) -> Doc:
     return Doc(id=str(ident), query=problem, target=answer, meta={"answer_raw": str(raw)})
 
 
-class AIMESampled(GenerationTask):
+class AIMESampled(ChatTurnTask):
     """The model-card recipe: chat, temperature 0.6, top_p 0.95, 16 samples, \\boxed{} integer answers."""
 
     version = "1"
@@ -119,11 +120,6 @@ class AIMESampled(GenerationTask):
     gen_params = GenParams(max_tokens=32768, temperature=0.6, top_p=0.95, n=16)
     metrics = (Metric("exact_match"),)
     votes = True  # maj@K over the extracted integers, every run (no answer: no vote)
-
-    def __init__(self, data_path=None, **options):
-        super().__init__(data_path, **options)
-        chat = options.get("chat", True)
-        self.chat = chat if isinstance(chat, bool) else str(chat).lower() not in ("0", "false", "no")
 
     def record_to_doc(self, record, index):
         return record_to_doc(record, index)
@@ -137,13 +133,6 @@ class AIMESampled(GenerationTask):
     def messages(self, doc, ctx):
         msgs = [{"role": "system", "content": ctx.system_prompt}] if ctx.system_prompt else []
         return msgs + [{"role": "user", "content": self.doc_to_text(doc)}]
-
-    def requests(self, doc, ctx):
-        params = self.params(doc, ctx)
-        if self.chat or ctx.apply_chat_template:
-            msgs = tuple((m["role"], m["content"]) for m in self.messages(doc, ctx))
-            return [GenerateRequest(messages=msgs, params=params)]
-        return [GenerateRequest(prompt=self.doc_to_text(doc), params=params)]
 
     def score_text(self, doc, text):
         pred = extract_integer(text)

@@ -29,8 +29,9 @@ import numpy as np
 from evalkit.scoring.metric import Metric, MetricGroup
 from evalkit.scoring.stats import mean_metric
 from evalkit.taskapi.data import DataSource, FieldError
-from evalkit.taskapi.requests import GenerateRequest, GenParams
-from evalkit.taskapi.task import Doc, GenerationTask, Scored, register_task
+from evalkit.taskapi.chat_turn import ChatTurnTask
+from evalkit.taskapi.requests import GenParams
+from evalkit.taskapi.task import Doc, Scored, register_task
 from evalkit.tasks.ifeval.checkers import check_args, verdicts
 
 DATA = DataSource(hub_path="google/IFEval", hub_splits={"test": "train"},
@@ -67,7 +68,7 @@ def _inst_means(items: dict) -> dict:
 
 
 @register_task
-class IFEval(GenerationTask):
+class IFEval(ChatTurnTask):
     name = "ifeval"
     family = "ifeval"
     description = "IFEval: 541 prompts with verifiable instructions; prompt- and instruction-level, strict and loose"
@@ -79,11 +80,6 @@ class IFEval(GenerationTask):
     metrics = (Metric("prompt_level_strict_acc"), Metric("prompt_level_loose_acc"),
                MetricGroup("inst_level", INST_NAMES, compute=_inst_means, items=_inst_items))
 
-    def __init__(self, data_path=None, **options):
-        super().__init__(data_path, **options)
-        chat = options.get("chat", True)
-        self.chat = chat if isinstance(chat, bool) else str(chat).lower() not in ("0", "false", "no")
-
     def record_to_doc(self, record, index):
         return record_to_doc(record, index)
 
@@ -92,13 +88,6 @@ class IFEval(GenerationTask):
 
     def build_prompt_text(self, doc, ctx):
         return doc.query
-
-    def requests(self, doc, ctx):
-        params = self.params(doc, ctx)
-        if self.chat or ctx.apply_chat_template:
-            msgs = tuple((m["role"], m["content"]) for m in self.messages(doc, ctx))
-            return [GenerateRequest(messages=msgs, params=params)]
-        return [GenerateRequest(prompt=doc.query, params=params)]
 
     def score_text(self, doc, text):
         strict, loose = verdicts(doc.meta["instruction_ids"], doc.meta["kwargs"], text)
