@@ -117,3 +117,22 @@ def test_compare_says_when_two_runs_differ_mainly_in_truncation(run, tmp_path, s
     assert "on the 16 items both runs finished" in note and note.endswith("mainly truncation (raise max_tokens, "
                                                                           "or compare finished answers)")
     assert not [n for n in compare_runs(run.path, run.path).notes if "max_tokens" in n]   # same runs: nothing
+
+
+def test_compare_counts_every_completion_of_a_repeat_run():
+    """Repeat rows: the truncated share is over all completions, and an item counts as finished
+    only when every one of its completions finished."""
+    from types import SimpleNamespace
+    from evalkit.compare.truncation import truncation_notes
+
+    def row(cuts, value):
+        comps = [{"finish_reason": "length" if c else "stop"} for c in cuts]
+        return {"metrics": {"acc": value}, "extra": {"finish_reason": comps[0]["finish_reason"], "completions": comps}}
+    base = [row([0, 0, 0, 0], 1.0)] * 4 + [row([0, 0, 0, 0], 0.0)] * 4
+    cand = [row([0, 1, 1, 1], 0.25)] * 4 + [row([0, 0, 0, 0], 0.0)] * 4   # first completions all finished
+    t = SimpleNamespace(name="gsm8k", base_rows=base, cand_rows=cand)
+    diff = SimpleNamespace(kind="mean", n=8, diff=-0.375, primary=True, metric="acc")
+    (note,) = truncation_notes(t, [diff])
+    assert note.startswith("gsm8k: 38% of the candidate's responses stopped at max_tokens, 0% of the baseline's")
+    assert "+0 on the 4 items both runs finished" in note and note.endswith("mainly truncation (raise max_tokens, "
+                                                                           "or compare finished answers)")
