@@ -31,8 +31,9 @@ def _call_text(call: dict) -> str:
 
 
 def conversation(transcript: dict) -> list[dict]:
-    """``[{role, text, calls}]``: every message in order; ``calls`` lists an agent message's tool calls
-    as ``name({args})``; a tool message says which call it answers."""
+    """``[{role, text, calls}]``: every message in order; ``calls`` lists a message's tool calls as
+    ``name({args})``; a tool message says which call it answers; the results of the simulated user's
+    own tool calls (τ²-bench telecom's phone) are the ``user's tool``."""
     out = []
     for m in transcript.get("messages") or []:
         if not isinstance(m, dict):
@@ -41,7 +42,9 @@ def conversation(transcript: dict) -> list[dict]:
         content = m.get("content")
         text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False) if content else ""
         calls = [_call_text(c) for c in m.get("tool_calls") or [] if isinstance(c, dict)]
-        if role == "tool" and m.get("name"):
+        if m.get("requestor") == "user" and role in ("user", "tool"):  # the customer's own device (τ²-bench telecom)
+            role = "user" if role == "user" else "user's tool"
+        if role in ("tool", "user's tool") and m.get("name"):
             text = f"{m['name']} → {text}"
         out.append({"role": role, "text": _clip(text), "calls": calls})
     return out
@@ -53,8 +56,12 @@ def summary(transcript: dict) -> Optional[str]:
         return None
     calls = sum(len(t.get("tool_calls") or []) for t in transcript["turns"])
     users = len(transcript.get("user_replies") or [])
+    user_calls = sum(len(m.get("tool_calls") or []) for m in transcript.get("messages") or []
+                     if isinstance(m, dict) and m.get("requestor") == "user")
     parts = [f"ended: {transcript.get('stop_reason', '?')}", f"{len(transcript['turns'])} agent turns",
              f"{calls} tool calls"]
     if users:
         parts.append(f"{users} simulated-user messages")
+    if user_calls:
+        parts.append(f"{user_calls} user tool calls")
     return " · ".join(parts)

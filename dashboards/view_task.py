@@ -215,8 +215,8 @@ def render_conversations(row) -> None:
                     st.caption("system prompt")
                     st.code(m["text"], language=None, wrap_lines=True, height=120)
                     continue
-                with st.chat_message("user" if m["role"] == "user" else "assistant",
-                                     avatar="🛠️" if m["role"] == "tool" else None):
+                with st.chat_message("user" if m["role"] in ("user", "user's tool") else "assistant",
+                                     avatar="🛠️" if m["role"] == "tool" else "📱" if m["role"] == "user's tool" else None):
                     if m["text"]:
                         st.markdown(f"**{m['role']}**: " + m["text"].replace("\n", "  \n"))
                     for call in m["calls"]:

@@ -49,3 +49,18 @@ def test_the_sample_view_draws_the_conversation(monkeypatch, record):
     assert "**user**: Deposit 5, then tell me the balance." in said and "**agent**: Hi! How can I help you today?" in said
     assert 'deposit({"amount": 5})' in [c.value for c in at.code]
     assert len(at.get("chat_message")) == 11
+
+
+def test_the_customers_own_tool_calls_are_shown_as_theirs():
+    """τ²-bench telecom: the simulated user's phone calls and their results (``requestor: user``)."""
+    t = {"turns": [], "stop_reason": "user_stop", "user_replies": [{"text": "ok"}], "messages": [
+        {"role": "assistant", "content": "Please toggle airplane mode."},
+        {"role": "user", "content": "", "requestor": "user",
+         "tool_calls": [{"id": "u1", "name": "toggle_airplane_mode", "arguments": {}}]},
+        {"role": "tool", "name": "toggle_airplane_mode", "content": "Airplane Mode is now OFF.", "requestor": "user"},
+        {"role": "user", "content": "Done, it is off."}]}
+    conv = transcripts.conversation(t)
+    assert [m["role"] for m in conv] == ["agent", "user", "user's tool", "user"]
+    assert conv[1]["calls"] == ["toggle_airplane_mode({})"]
+    assert conv[2]["text"] == "toggle_airplane_mode → Airplane Mode is now OFF."
+    assert transcripts.summary(t).endswith("1 simulated-user messages · 1 user tool calls")
