@@ -13,7 +13,10 @@ DATA = {"evalkit.records": ["run.schema.json"], "evalkit.run": ["suites/leaderbo
         "evalkit.ci": ["gate.sh"], "evalkit.judges": ["judge_prompts.jsonl"],
         "evalkit.tasks.tau2": ["agent_tools.json", "runtime_common.py", "runtime_airline.py", "runtime_retail.py",
                                "runtime_telecom.py", "runtime_telecom_agent.py", "runtime_telecom_user.py",
-                               "runtime_telecom_phone.py"],
+                               "runtime_telecom_phone.py", "runtime_banking.py", "runtime_banking_db.py",
+                               "runtime_banking_agent.py", "runtime_banking_credit.py", "runtime_banking_accounts.py",
+                               "runtime_banking_debit.py", "runtime_banking_service.py", "runtime_banking_user.py",
+                               "banking_tools.json", "banking_discoverable.json"],
         "evalkit.tasks.bfcl": ["multi_turn_runtime.py"]}
 
 

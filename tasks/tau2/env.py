@@ -1,10 +1,12 @@
 """A τ²-bench domain as an agent ``ToolEnv``: the runtime text (``runtime_common.py`` followed by the
-domain's tools; telecom's own four, ``runtime_telecom*.py``, read as text and never imported) and
-the database file as its config; the tool schemas (``agent_tools.json``: τ²-bench's tool names,
-docstrings and parameter types; ``telecom_user``: the customer's phone tools).
+domain's tools; telecom's own four, ``runtime_telecom*.py``, and banking_knowledge's eight,
+``runtime_banking*.py``, read as text and never imported) and the database file as its config; the tool
+schemas (``agent_tools.json``: τ²-bench's tool names, docstrings and parameter types; ``telecom_user``: the
+customer's phone tools; banking's in ``banking_tools.json``, read by ``banking.py``).
 
-Telecom's environment is per task: its config also holds the task's initial state (applied in the
-sandbox before the conversation) and its env assertions (evaluated there on the final state)."""
+Telecom's and banking's environments are per task: the config also holds the task's initial state (applied
+in the sandbox before the conversation) and, for telecom, its env assertions (evaluated there on the final
+state). Banking's runtime also gets its data file's text (``RUNTIME_DATA``) appended as ``DATA``."""
 from __future__ import annotations
 
 import json
@@ -16,20 +18,37 @@ from evalkit.taskapi.agent import ToolEnv, canonical_json
 
 HERE = Path(__file__).parent
 RUNTIMES = {"telecom": ("runtime_telecom.py", "runtime_telecom_agent.py", "runtime_telecom_user.py",
-                        "runtime_telecom_phone.py")}
+                        "runtime_telecom_phone.py"),
+            "banking_knowledge": ("runtime_banking.py", "runtime_banking_db.py", "runtime_banking_agent.py",
+                                  "runtime_banking_credit.py", "runtime_banking_accounts.py",
+                                  "runtime_banking_debit.py", "runtime_banking_service.py",
+                                  "runtime_banking_user.py")}
+
+
+#: data the runtime reads as ``DATA`` (the sandbox sees no repository files: the text is appended to the source)
+RUNTIME_DATA = {"banking_knowledge": "banking_discoverable.json"}
 
 
 @lru_cache(maxsize=4)
 def runtime_source(domain: str) -> str:
     files = RUNTIMES.get(domain, ("runtime_common.py", f"runtime_{domain}.py"))
-    return "\n\n".join((HERE / f).read_text(encoding="utf-8") for f in files)
+    source = "\n\n".join((HERE / f).read_text(encoding="utf-8") for f in files)
+    if domain in RUNTIME_DATA:
+        text = json.dumps(json.loads((HERE / RUNTIME_DATA[domain]).read_text(encoding="utf-8")), ensure_ascii=False)
+        source += f"\n\nDATA = json.loads({text!r})\n"
+    return source
 
 
-def domain_env(domain: str, db_path, task: Optional[dict] = None, user_db_path=None) -> ToolEnv:
+def domain_env(domain: str, db_path, task: Optional[dict] = None, user_db_path=None,
+               retrieval: Optional[str] = None) -> ToolEnv:
     """The domain's tools on a fresh copy of its database (each episode's own, in the sandbox); for
     telecom, with the customer's phone and ``task``'s initial state and env assertions."""
     config = {"db_path": str(db_path)}
-    if domain in RUNTIMES:
+    if domain == "banking_knowledge":  # the knowledge base beside the database; the task's initial state as
+        # text (canonical_json sorts keys, and the records it adds keep their field order, as they are listed)
+        config.update(documents_path=str(Path(db_path).parent / "documents.json.gz"), retrieval=retrieval,
+                      initial_state=json.dumps((task or {}).get("initial_state"), ensure_ascii=False))
+    elif domain in RUNTIMES:
         crit = (task or {}).get("evaluation_criteria") or {}
         config.update(user_db_path=str(user_db_path), initial_state=(task or {}).get("initial_state"),
                       assertions=crit.get("env_assertions"))
