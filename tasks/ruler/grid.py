@@ -126,6 +126,9 @@ class NIAHGrid(RulerNIAH):
             cache[key] = {**s, "needles": [s["needle"]]}
         return cache[key]
 
+    def needle_offsets(self, s: dict) -> list:
+        return [s["offset"]]
+
     def requests(self, doc, ctx):
         out = super().requests(doc, ctx)
         s = self.sample_of_doc(doc, ctx)

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 from evalkit.scoring.stats import derive_seed
-from evalkit.taskapi.requests import GenParams
 from evalkit.taskapi.task import register_task
 
 from . import synthetic
@@ -45,18 +44,7 @@ class RulerSynthetic(RulerNIAH):
         return gen(count, max_seq_length=length, num_samples=n, size_draws=size, sample_draws=per)
 
     def requests(self, doc, ctx):
-        from evalkit.taskapi.requests import GenerateRequest
-        s = self.sample_of_doc(doc, ctx)
-        doc.meta["outputs"] = s["outputs"]
-        doc.meta["needles"] = [{"offset": s["input"].find(n), "depth": round(100 * s["input"].find(n) / len(s["input"]), 1)}
-                               for n in s["needles"]]
-        doc.meta["prompt_tokens"] = s["length"] - self.tokens_to_generate
-        params = GenParams(max_tokens=int(ctx.gen_overrides.get("max_tokens", self.tokens_to_generate)), temperature=0.0)
-        if ctx.apply_chat_template and ctx.render_chat is not None:
-            prompt = ctx.render_chat([{"role": "user", "content": s["input"]}]) + s["gen_prefix"]
-        else:
-            prompt = s["input"] + " " + s["gen_prefix"]
-        return [GenerateRequest(prompt=prompt, params=params)]
+        return [self.request(doc, ctx, self.tokens_to_generate)]
 
 
 def _task(name: str, kind: str, budget: int, what: str) -> type:

@@ -12,6 +12,19 @@ which every length's score stays at or above ``threshold`` (RULER's: 0.856, Llam
 Each sample records its length, the haystack size and where each needle sits in the prompt
 (character offset and depth in %).
 
+What a sample records of its prompt (``prompt_record``): not the text but ``{"sha256", "chars",
+"head", "tail", "needle_offsets"}``: the sha256 of the exact text the backend was given (template,
+haystack, question and answer prefix, chat-rendered when ``--apply-chat-template``), its length in
+characters, its first and last ``EXCERPT`` characters (the instruction; the question and answer
+prefix) and each needle's character offset in that text. The row's ``prompt_hash`` is, as for every
+task, ``content_hash`` of the recorded prompt, so it changes with any character of the generated
+text (its sha256 is in it) and stays what merge, compare and the importers recompute from the row.
+Why not the text: RULER's prompts fill the context (4 characters a token: 32 KB a sample at 8k,
+0.5 MB at 128k); the default 100 samples a length over a 4k..128k sweep of 13 tasks would put
+gigabytes in the samples files the leaderboard and ``evalkit compare`` read, and the text carries
+nothing the seed, the task options and the tokenizer do not regenerate (the hash checks that a
+regeneration is byte-identical). ``--write-out`` still shows a placeholder: it runs without a model.
+
 Haystacks: ``repeat`` and ``needle`` are generated; ``essay`` (Paul Graham's essays, which RULER
 downloads) is read from ``--data TASK=FILE`` (a text file, or JSON/JSONL records with ``text``).
 What differs from lm-eval: nothing in the generator (``seeding=sequential`` reproduces lm-eval's
@@ -21,6 +34,7 @@ tokenizer named in its metadata (special tokens included).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from pathlib import Path
@@ -46,6 +60,15 @@ VARIANTS = {
     "niah_multiquery": ("essay", "words", "numbers", 1, 1, 4),
 }
 THRESHOLD = 0.856
+#: characters of the prompt's head and tail a sample records
+EXCERPT = 240
+
+
+def prompt_record(prompt: str, needle_offsets: list) -> dict:
+    """What a sample records of its prompt: the sha256 of the exact text, its size, head, tail and
+    needle offsets (see the module docstring)."""
+    return {"sha256": hashlib.sha256(prompt.encode("utf-8")).hexdigest(), "chars": len(prompt),
+            "head": prompt[:EXCERPT], "tail": prompt[-EXCERPT:], "needle_offsets": needle_offsets}
 
 
 def postprocess(pred: str) -> str:
@@ -144,21 +167,37 @@ class RulerNIAH(GenerationTask):
         return s
 
     def requests(self, doc, ctx):
+        return [self.request(doc, ctx, 128)]
+
+    def needle_offsets(self, s: dict) -> list:
+        """Each needle's character offset in the generated input."""
+        return [s["input"].find(n) for n in s["needles"]]
+
+    def request(self, doc, ctx, budget: int):
+        """The one generate request of a doc: RULER's input (chat-rendered or not) and answer prefix;
+        the doc remembers the answers, the needles and what the sample records of the prompt."""
         from evalkit.taskapi.requests import GenerateRequest
         s = self.sample_of_doc(doc, ctx)
+        offsets = self.needle_offsets(s)
         doc.meta["outputs"] = s["outputs"]
-        doc.meta["needles"] = [{"offset": s["input"].find(n), "depth": round(100 * s["input"].find(n) / len(s["input"]), 1)}
-                               for n in s["needles"]]
-        doc.meta["prompt_tokens"] = s["length"] - 128
-        params = GenParams(max_tokens=int(ctx.gen_overrides.get("max_tokens", 128)), temperature=0.0)
+        doc.meta["needles"] = [{"offset": at, "depth": round(100 * at / len(s["input"]), 1)} for at in offsets]
+        doc.meta["prompt_tokens"] = s["length"] - budget
+        params = GenParams(max_tokens=int(ctx.gen_overrides.get("max_tokens", budget)), temperature=0.0)
         if ctx.apply_chat_template and ctx.render_chat is not None:
             prompt = ctx.render_chat([{"role": "user", "content": s["input"]}]) + s["gen_prefix"]
         else:
             prompt = s["input"] + " " + s["gen_prefix"]
-        return [GenerateRequest(prompt=prompt, params=params)]
+        start = prompt.find(s["input"])  # 0 without a chat template
+        doc.meta["prompt"] = prompt_record(prompt, [start + at if start >= 0 and at >= 0 else prompt.find(n)
+                                                    for at, n in zip(offsets, s["needles"])])
+        return GenerateRequest(prompt=prompt, params=params)
 
     def prompt_of(self, doc, ctx):
         return f"(generated at run time with the model's tokenizer: {doc.meta['variant']} at {doc.meta['length']} tokens)"
+
+    def sample_prompt(self, doc, ctx):
+        """The generated prompt's record (``prompt_record``), once the run has made its request."""
+        return doc.meta.get("prompt") or self.prompt_of(doc, ctx)
 
     def score_text(self, doc, text):
         outputs = doc.meta.get("outputs")
