@@ -42,7 +42,7 @@ def run_id_for(label: str) -> str:
 
 
 def utc_now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
 
 
 def file_sha256(path) -> str:
