@@ -9,11 +9,13 @@ per-length means over all tasks, and the runs' wall time. The records' paths sta
 
     python bench/ruler_sweep.py results/DIR/RUN_A results/DIR/RUN_B
 
-The sweep in bench/RESULTS.md ran (BACKEND hf, then vllm; five essay tasks read a WikiText stand-in):
+The sweeps in bench/RESULTS.md ran (BACKEND vllm and hf; five essay tasks read a WikiText stand-in):
 
     evalkit run --model BACKEND:smollm2-135m --tasks niah_single_1,...,ruler_fwe \\
-      --task-args TASK:lengths=1024+2048+4096+8192,samples=1 (each task) --data TASK=essay.txt \\
-      --limit 1 --gen-kwargs max_tokens=32 --output results/ruler-issue36
+      --task-args TASK:lengths=1024+2048+4096+8192,samples=2 (each task) --data TASK=essay.txt \\
+      --limit 2 --output results/ruler-issue36-budgets
+
+(RULER's answer budgets; the first sweep added ``--gen-kwargs max_tokens=32``.)
 """
 from __future__ import annotations
 
