@@ -57,6 +57,9 @@ def run(args):
                       limit=args.limit, name=args.name, tags=args.tag, metrics=metrics)
     run = rescore(cfg, None if args.no_output else args.output)
     print(format_table(run))
+    if run.config.get("budget_forcing"):  # a --thinking-budgets run: every budget scored again
+        from evalkit.run.budget_forcing import curve_lines
+        print("\n".join(curve_lines(run)))
     if run.path:
         print(f"\nrun record: {run.path}")
     return 0

@@ -163,43 +163,53 @@ def _generate_key(reqs: list) -> Optional[str]:
     return next((r.key() for r in reqs if isinstance(r, GenerateRequest)), None)
 
 
+def annotate_samples(samples: list, by_budget: dict, keys: list, info: dict) -> None:
+    """Each of ``samples`` (the largest budget's) gets ``extra.thinking_budgets``: per budget its
+    metrics, extracted answer, scored responses (what ``evalkit score`` rescores per budget), trace
+    tokens used and whether the trace was cut there. ``by_budget``: {budget: samples aligned with
+    ``samples``}; ``keys``: each sample's key into ``info`` ({budget: {key: trace info}}), None to skip."""
+    for j, (sample, key) in enumerate(zip(samples, keys)):
+        if key is None:
+            continue
+        per = {}
+        for b, scored in by_budget.items():
+            s = scored[j]
+            per[str(b)] = {"metrics": dict(s.metrics), "extracted": s.extracted, "responses": s.responses,
+                           **info[b].get(key, {})}
+        sample.extra["thinking_budgets"] = per
+
+
+def attach_entry(task, entry, by_budget: dict, keys: list, info: dict, f: BudgetForcing, seed) -> None:
+    """The scaling curve in one generation task's entry: ``thinking_budget:B`` breakdowns (every
+    metric with its CI) and ``extra.thinking_budgets`` (cut share, mean trace tokens, no-trace count)."""
+    keys = [k for k in keys if k is not None]
+    summary = {}
+    for b, samples in sorted(by_budget.items()):
+        metrics = task.aggregate(samples, seed)
+        entry.breakdowns[f"thinking_budget:{b}"] = {k: v.to_dict() for k, v in metrics.items()}
+        rows = [info[b].get(k, {}) for k in keys]
+        n = max(1, len(rows))
+        summary[str(b)] = {"cut_share": sum(bool(r.get("cut")) for r in rows) / n,
+                           "mean_trace_tokens": sum(r.get("trace_tokens", 0) for r in rows) / n,
+                           "no_trace": sum(bool(r.get("no_trace")) for r in rows)}
+    entry.extra["thinking_budgets"] = {**f.to_record(), "per_budget": summary}
+
+
 def annotate(p, scored_by: dict, info: dict) -> None:
-    """Each sample of the largest budget's scoring gets ``extra.thinking_budgets``: per budget its
-    metrics, extracted answer, trace tokens used and whether the trace was cut there."""
+    """``annotate_samples`` for every generation task of the plan ``p``."""
     largest = max(scored_by)
     for i, tr in enumerate(p.task_runs):
-        if tr.task.output_type != "generate":
-            continue
-        for j, (reqs, sample) in enumerate(zip(tr.requests, scored_by[largest][i].samples)):
-            key = _generate_key(reqs)
-            if key is None:
-                continue
-            per = {}
-            for b, scored in scored_by.items():
-                s = scored[i].samples[j]
-                per[str(b)] = {"metrics": dict(s.metrics), "extracted": s.extracted, **info[b].get(key, {})}
-            sample.extra["thinking_budgets"] = per
+        if tr.task.output_type == "generate":
+            annotate_samples(scored_by[largest][i].samples, {b: sc[i].samples for b, sc in scored_by.items()},
+                             [_generate_key(reqs) for reqs in tr.requests], info)
 
 
 def attach(p, entries: dict, scored_by: dict, info: dict, f: BudgetForcing) -> None:
-    """The scaling curve in each generation task's entry: ``thinking_budget:B`` breakdowns (every
-    metric with its CI) and ``extra.thinking_budgets``."""
+    """``attach_entry`` for every generation task of the plan ``p``."""
     for i, tr in enumerate(p.task_runs):
-        task = tr.task
-        if task.output_type != "generate":
-            continue
-        entry = entries[task.name]
-        keys = [k for k in (_generate_key(reqs) for reqs in tr.requests) if k is not None]
-        summary = {}
-        for b, scored in sorted(scored_by.items()):
-            metrics = task.aggregate(scored[i].samples, p.config.seed)
-            entry.breakdowns[f"thinking_budget:{b}"] = {k: v.to_dict() for k, v in metrics.items()}
-            rows = [info[b].get(k, {}) for k in keys]
-            n = max(1, len(rows))
-            summary[str(b)] = {"cut_share": sum(bool(r.get("cut")) for r in rows) / n,
-                               "mean_trace_tokens": sum(r.get("trace_tokens", 0) for r in rows) / n,
-                               "no_trace": sum(bool(r.get("no_trace")) for r in rows)}
-        entry.extra["thinking_budgets"] = {**f.to_record(), "per_budget": summary}
+        if tr.task.output_type == "generate":
+            attach_entry(tr.task, entries[tr.task.name], {b: sc[i].samples for b, sc in scored_by.items()},
+                         [_generate_key(reqs) for reqs in tr.requests], info, f, p.config.seed)
 
 
 def run_answers(p, backend, cache, progress) -> tuple[dict, dict, dict]:

