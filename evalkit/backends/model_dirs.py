@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from evalkit.util.paths import default_cache_dir
+from evalkit.util.paths import default_cache_dir, publish_dir, unique_tmp
 from evalkit.records.provenance import file_sha256 as _file_digest
 
 BUNDLED = {
@@ -80,10 +80,8 @@ def prepare(name: str, force: bool = False) -> Path:
     try:
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
-        if out.exists():
-            shutil.rmtree(out)
         os.chmod(tmp, 0o755)
-        os.replace(tmp, out)  # atomic: a half-converted dir never looks ready
+        publish_dir(tmp, out, replace=force or not (out / "config.json").exists())  # atomic: a half-converted dir never looks ready
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -116,7 +114,7 @@ def _weights_digest(path: Path) -> str:
         return memo.read_text().strip()
     digest = _file_digest(path)
     memo_dir.mkdir(parents=True, exist_ok=True)
-    tmp = memo.with_suffix(".tmp")
+    tmp = unique_tmp(memo)
     tmp.write_text(digest)
     os.replace(tmp, memo)
     return digest

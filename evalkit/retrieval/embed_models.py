@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 from evalkit.records.provenance import file_sha256
+from evalkit.util.paths import publish_dir
 
 BUNDLED_EMBEDDERS = {"all-minilm-l6-v2": "all_minilm_l6_v2"}
 
@@ -50,9 +51,7 @@ def _prepare_bundled(name: str) -> Path:
     root = next((p.parent for p in tmp.rglob("config.json") if (p.parent / "modules.json").exists()), None)
     if root is None:
         root = next(p.parent for p in tmp.rglob("config.json"))
-    if dest.exists():
-        shutil.rmtree(dest)
-    shutil.move(str(root), str(dest))
+    publish_dir(root, dest, replace=not ((dest / "config.json").is_file() and (dest / "model.safetensors").is_file()))
     shutil.rmtree(tmp, ignore_errors=True)
     return dest
 

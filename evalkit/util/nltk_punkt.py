@@ -16,6 +16,8 @@ import os
 from pathlib import Path
 from typing import Optional
 
+from evalkit.util.paths import unique_tmp
+
 
 def data_dir() -> Path:
     return Path(os.environ.get("EVALKIT_NLTK_DATA") or Path.home() / ".cache" / "evalkit" / "nltk_data")
@@ -26,7 +28,7 @@ def write_punkt_tab(params, folder: Path) -> Path:
     if getattr(params, "NUMERIC_ABBREV_TYPES", ()):
         raise ValueError(f"{params.__name__}: numeric abbreviation types have no punkt_tab form")
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = {name: folder / f".{name}.tmp" for name in
+    tmp = {name: unique_tmp(folder / name) for name in
            ("abbrev_types.txt", "sent_starters.txt", "collocations.tab", "ortho_context.tab")}
     tmp["abbrev_types.txt"].write_text("".join(f"{a}\n" for a in sorted(params.ABBREV_TYPES)), encoding="utf-8")
     tmp["sent_starters.txt"].write_text("".join(f"{s}\n" for s in sorted(params.SENT_STARTERS)), encoding="utf-8")

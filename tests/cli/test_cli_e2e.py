@@ -72,7 +72,7 @@ def _cached_rows(db: Path) -> int:
 
 @pytest.mark.slow
 def test_sigkill_then_rerun_recomputes_nothing_finished(tmp_path, tiny_model_dir):
-    n = 8
+    n = 12  # room for the kill to land mid-run on a fast machine (the cache is polled every 20 ms)
     # zero-shot prompts (~80 tokens, not ~900): three real runs, killed, resumed and fresh, stay small
     args = ["run", "--model", f"hf:{tiny_model_dir}", "--model-args", "chunk_size=2", "--tasks", "gsm8k",
             "--limit", str(n), "--data", f"gsm8k={shared('gsm8k')}", "--num-fewshot", "0",
@@ -84,7 +84,7 @@ def test_sigkill_then_rerun_recomputes_nothing_finished(tmp_path, tiny_model_dir
     db = cache / "responses.sqlite"
     deadline = time.time() + 400
     while _cached_rows(db) < 2 and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.2)
+        time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     done_before = _cached_rows(db)

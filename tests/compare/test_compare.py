@@ -611,8 +611,9 @@ def test_gate_with_pinned_baseline_fake_backend(tmp_path, copy_task, monkeypatch
     cfg2.write_text(cfg.read_text().replace("[compare]", "[candidate]\ngen_kwargs = {max_tokens = 2}\n\n[compare]"))
     assert main(["gate", "--config", str(cfg2), "--candidate", "hf:fake-good"]) == 1
     capsys.readouterr()
-    newest = max((tmp_path / "gate-results").glob("*/run.json"), key=lambda p: p.stat().st_mtime)
-    assert json.loads(newest.read_text())["config"]["gen_overrides"] == {"max_tokens": 2}  # not scrubbed as a secret
+    newest = max((json.loads(p.read_text()) for p in (tmp_path / "gate-results").glob("*/run.json")),
+                 key=lambda r: r["created_at"])  # to the microsecond (file mtimes can tie)
+    assert newest["config"]["gen_overrides"] == {"max_tokens": 2}  # not scrubbed as a secret
     # errors exit 2: unknown key, limit that differs from the pinned record
     bad = tmp_path / "bad.toml"
     bad.write_text(f'baseline = "{baseline}"\nlimt = 3\n')

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -104,8 +105,19 @@ def y_labels(chart) -> list[dict]:
     }""")
 
 
+def settle(read, ok, timeout: float = 60.0):
+    """``read()`` again until ``ok`` holds for its value or ``timeout`` passes (then the last value):
+    Vega draws its marks after the script has finished, later on a busy machine."""
+    deadline = time.time() + timeout
+    value = read()
+    while not ok(value) and time.time() < deadline:
+        time.sleep(0.2)
+        value = read()
+    return value
+
+
 def check_chart(chart, names: list[str]) -> None:
-    labels = y_labels(chart)
+    labels = settle(lambda: y_labels(chart), lambda labs: sorted(lab["text"] for lab in labs) == sorted(names))
     texts = [lab["text"] for lab in labels]
     assert sorted(texts) == sorted(names), texts                 # every label, complete, none twice
     ys = sorted(lab["y"] for lab in labels)
@@ -140,7 +152,7 @@ def test_chart_labels_complete_distinct_and_roomy(page, server, results, width):
     charts = page.locator("[data-testid=stVegaLiteChart]")
     check_chart(charts.first, many)                              # bars with CI whiskers, 16 models
     subjects = charts.nth(1)                                      # the 57-subject breakdown heatmap
-    assert len({lab["text"] for lab in y_labels(subjects)}) == 57
+    assert len(settle(lambda: {lab["text"] for lab in y_labels(subjects)}, lambda t: len(t) >= 57)) == 57
     no_traceback(page)
 
 
@@ -155,7 +167,8 @@ def test_deep_link_reproduces_a_view_and_back_forward_work(page, server, results
     sols = [json.loads(line) for line in open(recs.SHARED / "gsm8k" / "example_model_solutions.jsonl")][:50]
     want = sols[7]["175b_verification"]["solution"].strip().splitlines()[0]
     assert any(want in c for c in codes(page)), codes(page)      # that model's answer to that item
-    title = page.locator("[data-testid=stVegaLiteChart]").first.text_content()
+    title = settle(lambda: page.locator("[data-testid=stVegaLiteChart]").first.text_content() or "",
+                   lambda t: "(95% CI)" in t)
     assert "exact_match_flexible ↑ (95% CI)" in title, title     # the metric from the link
 
     shots.open_view(page, server.url)
@@ -206,7 +219,8 @@ def test_grpo_group_figures_and_passk_curves(page, server, results):
     chart = page.locator("[data-testid=stVegaLiteChart]").filter(has_text="pass@k (95% CI)")
     chart.wait_for(timeout=60_000)
     for model in ("grpo-policy-a", "grpo-policy-b"):                # a curve per model, k = 1..4 on the axis
-        assert chart.locator(f'path[aria-label*="model: {model}"]').count() >= 4
+        paths = chart.locator(f'path[aria-label*="model: {model}"]')
+        assert settle(paths.count, lambda c: c >= 4) >= 4
     from evalkit.dashboards.tables import cell_text
     (run,) = [r for r in store(results).records().values() if r.run.model.name == "grpo-policy-a"]
     want = cell_text(*(run.tasks["gsm8k"]["grpo"]["figures"]["pass@1"][k] for k in ("value", "ci_low", "ci_high", "n")))
@@ -242,7 +256,8 @@ def test_best_of_n_curves_per_model_and_rm_auroc(page, server, results):
             has_text=f"{model} (reward model {rm}): best-of-N accuracy")
         chart.wait_for(timeout=60_000)
         for method in ("pass@1 (mean", "maj@N", "oracle@N", "rm_best_of@N"):   # a line per method, a point per N
-            assert chart.locator(f'path[aria-label*="method: {method}"]').count() >= 3, (model, rm, method)
+            paths = chart.locator(f'path[aria-label*="method: {method}"]')
+            assert settle(paths.count, lambda c: c >= 3) >= 3, (model, rm, method)
     grid = section.locator("[data-testid=stDataFrame]")
     grid.locator("[role=row]").nth(3).wait_for(state="attached", timeout=60_000)
     assert grid.locator("[role=row]").count() == 4                      # header + one row per run

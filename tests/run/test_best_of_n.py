@@ -127,7 +127,7 @@ def test_best_of_n_gsm8k_killed_and_resumed(tmp_path, tiny_model_dir, rm_dir):
                              "--cache-dir", str(cache)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 400
     while _rows(db, "generate") < 1 and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.2)
+        time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     gen_before = _rows(db, "generate")  # each of the 4 samples of a problem is cached alone (evalkit.run.sample_split)

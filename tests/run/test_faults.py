@@ -144,7 +144,7 @@ def test_connection_refused_is_one_line(gsm, tmp_path):
 def test_429_500_and_timeout_are_retried_and_finish_right(server, gsm, tmp_path):
     server.faults = [("status", 429, {"error": {"message": "slow down"}}), ("status", 500, {"error": "oops"}),
                      ("stall", 2.0)]
-    r = run_gsm(server, gsm, tmp_path, model_args="max_retries=3,backoff_base=0.01,backoff_max=0.02,timeout=0.5,"
+    r = run_gsm(server, gsm, tmp_path, model_args="max_retries=6,backoff_base=0.01,backoff_max=0.02,timeout=1.0,"
                                                   "concurrency=1")
     assert r.returncode == 0, r.stderr
     assert records(tmp_path)[-1]["tasks"]["gsm8k"]["metrics"]["exact_match_strict"]["value"] == 1.0
