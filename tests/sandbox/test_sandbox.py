@@ -197,7 +197,7 @@ def test_unresponsive_worker_is_killed(sb):
     timer = threading.Timer(0.2, signal_workers, (sb, signal.SIGSTOP))
     try:
         timer.start()
-        r = sb.run("import time\ntime.sleep(3)", timeout=0.5)
+        r = sb.run("import time\ntime.sleep(5)", timeout=2.0)  # the stop lands well before the job's own timeout
         assert (r.status, r.error_type) == ("error", "WorkerDied")
     finally:
         timer.join()
