@@ -75,9 +75,13 @@ def one_doc(tmp_path, turns=("Hello",)):
 
 
 def stable(transcript: dict) -> dict:
-    """A transcript without its timings."""
-    turns = [{k: v for k, v in t.items() if not k.endswith("seconds")} for t in transcript["turns"]]
-    return {**{k: v for k, v in transcript.items() if k != "seconds"}, "turns": turns}
+    """A transcript without its timings (the agent's turns and the simulated user's replies)."""
+    def untimed(items):
+        return [{k: v for k, v in t.items() if not k.endswith("seconds")} for t in items]
+    out = {**{k: v for k, v in transcript.items() if k != "seconds"}, "turns": untimed(transcript["turns"])}
+    if "user_replies" in transcript:
+        out["user_replies"] = untimed(transcript["user_replies"])
+    return out
 
 
 def test_a_scripted_agent_plays_every_user_turn_with_tools_in_the_sandbox():
