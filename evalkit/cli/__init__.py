@@ -4,11 +4,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sqlite3
 import sys
 import traceback
 
-from evalkit.util.extras import MissingExtra, message_for
+from evalkit.util.extras import MissingExtra, import_failure
 
 
 def command_modules() -> list[str]:
@@ -99,6 +100,10 @@ def _main(argv: list) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    # vLLM logs every engine step at INFO through its own handler: only with --verbose
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO" if args.verbose else "WARNING")
+    from evalkit.backends.cpu_threads import prefer_passive_waiting
+    prefer_passive_waiting()  # before torch loads: idle OpenMP threads sleep, not spin on busy cores
     from evalkit.taskapi import data
     data.DATA_FLAG_HINT = "--data TASK=PATH"  # a command that takes another form sets its own
     try:
@@ -110,8 +115,8 @@ def _main(argv: list) -> int:
             traceback.print_exc()
         print(f"evalkit {args.command}: error: {one_line(e)}", file=sys.stderr)
         return 2
-    except ModuleNotFoundError as e:   # an optional dependency of a slim install: name the extra
-        msg = message_for(e.name or "")
+    except ImportError as e:   # an optional dependency (or one of its own) is missing: name the fix
+        msg = import_failure(e)
         if msg is None:
             return crashed(args.command, e)
         print(f"evalkit {args.command}: error: {msg}", file=sys.stderr)

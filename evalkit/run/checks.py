@@ -19,6 +19,22 @@ def check_fewshot_source(task, num_fewshot: Optional[int]) -> None:
         raise task.fewshot_refusal(k)
 
 
+def check_tool_environment(task, docs: list) -> None:
+    """Before any model work: an agent task's tool environment (its first doc's) runs in the sandbox
+    on this host, set up and carried through a state round trip. A broken one stops the run here with
+    its cause and fix on one line (``ToolSandboxError``), not after minutes of model work."""
+    episode = getattr(task, "episode", None)
+    if not docs or getattr(task, "output_type", None) != "agent" or episode is None:
+        return
+    from evalkit.taskapi.items import RunContext
+    env = episode(docs[0], RunContext()).env
+    if env is None:
+        return
+    from evalkit.sandbox.tools import ToolSandbox
+    with ToolSandbox(workers=1) as tools:
+        tools.check(env)
+
+
 def require_docs(task, picked: list, config) -> None:
     if picked:
         return

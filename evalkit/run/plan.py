@@ -69,6 +69,7 @@ def load_tasks(config: RunConfig) -> list[TaskRun]:
         limited = task.docs_within_limit(docs, config.limit)
         run_checks.require_docs(task, limited, config)
         picked = select_docs(limited, None, config.shard)
+        run_checks.check_tool_environment(task, [d for _, d in picked])
         runs.append(TaskRun(task, [d for _, d in picked], [], [k for k, _ in picked]))
     return runs
 

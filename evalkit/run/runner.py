@@ -63,8 +63,10 @@ def user_model_record(p: Plan, backend, user_backend, model_spec, user_spec, use
 
 # ---- the whole run ----------------------------------------------------------------------------
 def model_info(backend, model_spec: str = "", model_args: Optional[dict] = None) -> ModelInfo:
+    runtime = getattr(backend, "runtime_info", dict)()
     return ModelInfo(spec=model_spec, name=backend.display_name, backend=backend.name, args=model_args or {},
-                     identity=backend.identity(), identity_hash=backend.identity_hash())
+                     identity=backend.identity(), identity_hash=backend.identity_hash(),
+                     other={"runtime": runtime} if runtime else {})
 
 
 def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "results",

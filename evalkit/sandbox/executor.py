@@ -52,7 +52,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .worker import build_filter
+from .worker import CHILD_PID_PLACEHOLDER, build_filter
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,8 @@ _SETPRIV = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-gr
 _BWRAP = "bwrap"  # overridable (tests simulate a host where bwrap is broken)
 
 Program = str | Mapping[str, str]  # a program, or {"program", "test", "entry_point"}
+#: what ``layer=`` / ``$EVALKIT_SANDBOX_LAYER`` accepts: a family (its variants in order) or one variant
+LAYER_NAMES = ("auto", "bwrap", "bwrap-userns", "bwrap-rootns", "unshare", "none")
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,11 @@ class _Layer:
     drop: bool = True  # root parent: run the worker as uid 65534
 
     @property
+    def key(self) -> str:
+        """The name that forces exactly this layer: bwrap-userns, bwrap-rootns, unshare, none."""
+        return {"": "bwrap-userns", "rootns": "bwrap-rootns"}[self.variant] if self.name == "bwrap" else self.name
+
+    @property
     def label(self) -> str:
         extra = [x for x in (self.variant, "" if self.drop else "as-root") if x]
         return self.name + ("(%s)" % ",".join(extra) if extra else "")
@@ -117,14 +124,18 @@ class _Layer:
         the pipe its --info-fd JSON (the worker's host pid) arrives on."""
         root = os.getuid() == 0
         setpriv = _SETPRIV if (root and self.drop) else []
-        if self.name == "none":
-            return _Command(setpriv + [python, "-I", "-B", WORKER_PATH], [], None)
-        if self.name == "unshare":
+        if self.name in ("none", "unshare"):
+            # The worker applies seccomp per child itself, from filters built here: the
+            # interpreter it runs (-I, the base Python) does not see this venv's pyseccomp.
+            fds = _child_filters_fd()
+            worker = [python, "-I", "-B", WORKER_PATH] + ["--filters-fd=%d" % fd for fd in fds]
+            if self.name == "none":
+                return _Command(setpriv + worker, fds, None)
             ns = ["--net", "--pid", "--fork", "--ipc", "--uts", "--mount", "--mount-proc",
                   "--kill-child"]
             user = [] if root else ["--user", "--map-current-user"]
-            return _Command(["unshare"] + user + ns + ["--"] + setpriv +
-                            [python, "-I", "-B", WORKER_PATH, "--private-pidns"], [], None)
+            return _Command(["unshare"] + user + ns + ["--"] + setpriv + worker +
+                            ["--private-pidns"], fds, None)
         fds: list[int] = []
         try:
             return self._bwrap(python, setpriv, allow_exec, fds)
@@ -152,6 +163,10 @@ class _Layer:
                     made.add(parent)
                     args.extend(["--perms", "0755", "--dir", parent])
 
+        # A private /tmp and /dev first: later binds below /tmp (an interpreter or venv living
+        # there, as on any CI runner) are mounted on top of the empty tmpfs, not hidden by it.
+        size = ["--size", str(256 << 20)] if _bwrap_has("--size") else []
+        args += ["--dev", "/dev"] + size + ["--perms", "1777", "--tmpfs", "/tmp"]
         # Libraries and data, but no /usr/bin, /bin, /sbin: there is little to exec unless
         # allow_exec.  Everything exec'd would stay inside bwrap + seccomp anyway.
         system = (["/usr", "/bin", "/sbin"] if allow_exec else
@@ -170,13 +185,14 @@ class _Layer:
             fds.append(fd)
             parents(dest)
             args += ["--ro-bind-fd", str(fd), dest]
-        # no /proc at all: nothing like /proc/self/mem for the program to read
-        size = ["--size", str(256 << 20)] if _bwrap_has("--size") else []
-        args += ["--dev", "/dev"] + size + ["--perms", "1777", "--tmpfs", "/tmp", "--chdir", "/tmp",
-                                           "--clearenv"]
+        # no /proc at all: nothing like /proc/self/mem for the program to read; the root itself
+        # read-only, so a program can't add files next to the binds (/usr/x, /etc/x) either
+        args += ["--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
         for key, value in _ENV.items():
             args += ["--setenv", key, value]
-        inner = [python, "-I", "-B", _SANDBOX_WORKER, "--private-pidns", "--private-tmp"]
+        keep = [dest for _, dest in binds if dest.startswith("/tmp/")]
+        inner = [python, "-I", "-B", _SANDBOX_WORKER, "--private-pidns", "--private-tmp",
+                 "--keep=" + json.dumps(keep)]
         bpf = _seccomp_program()
         if bpf is not None:  # loaded by bwrap, so the worker never needs ctypes
             fd = os.memfd_create("evalkit-seccomp", 0)
@@ -217,15 +233,38 @@ def _seccomp_program() -> bytes | None:
     It must allow execve: bwrap applies it *before* exec'ing the worker.  Programs are kept
     from exec by the audit hook, by the missing binaries, and what they exec stays confined."""
     if not _filter:
-        sc = None
-        for name in ("pyseccomp", "seccomp"):
-            try:
-                sc = __import__(name)
-                break
-            except Exception:  # missing module or libseccomp
-                continue
+        sc = _seccomp_module()
         _filter.append(None if sc is None else build_filter(sc, allow_exec=True))
     return _filter[0]
+
+
+_child_filters: list[bytes] = []
+
+
+def _child_filters_fd() -> list[int]:
+    """[fd] of a memfd holding the per-child seccomp programs as JSON ({"<allow_exec><root>": hex},
+    with the placeholder pid the worker patches), or [] without a seccomp binding here."""
+    if not _child_filters:
+        sc = _seccomp_module()
+        progs = {} if sc is None else {
+            "%d%d" % (ae, rt): build_filter(sc, bool(ae), bool(rt), self_pid=CHILD_PID_PLACEHOLDER).hex()
+            for ae in (0, 1) for rt in (0, 1)}
+        _child_filters.append(json.dumps(progs).encode())
+    if _child_filters[0] == b"{}":
+        return []
+    fd = os.memfd_create("evalkit-seccomp-children", 0)
+    os.write(fd, _child_filters[0])
+    os.lseek(fd, 0, os.SEEK_SET)
+    return [fd]
+
+
+def _seccomp_module():
+    for name in ("pyseccomp", "seccomp"):
+        try:
+            return __import__(name)
+        except Exception:  # missing module or libseccomp
+            continue
+    return None
 
 
 def _python_roots(python: str) -> list[str]:
@@ -249,9 +288,9 @@ def _candidates(forced: str | None) -> list[_Layer]:
     if root:  # last resorts: keep uid 0 (python unreachable for nobody); loudly reported
         layers += [_Layer("unshare", drop=False), _Layer("none", drop=False)]
     if forced and forced != "auto":
-        layers = [layer for layer in layers if layer.name == forced]
-        if not layers:
-            raise ValueError("unknown sandbox layer %r (bwrap, unshare, none, auto)" % forced)
+        if forced not in LAYER_NAMES:
+            raise ValueError("unknown sandbox layer %r (%s)" % (forced, ", ".join(LAYER_NAMES)))
+        layers = [layer for layer in layers if forced in (layer.name, layer.key)]
     tools = {"bwrap": _BWRAP, "unshare": "unshare"}
     if root and not shutil.which("setpriv"):  # rootns drops uid inside, the others need it
         layers = [layer for layer in layers if not layer.drop or layer.variant == "rootns"]

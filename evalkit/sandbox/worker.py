@@ -59,6 +59,7 @@ import types
 NONCE_LEN = 64
 PASS_PREFIX = b"PASS "
 RESULT_FD = 3  # in the child: where the pass token / failure info goes
+CHILD_PID_PLACEHOLDER = 0x3EADBEEF  # the child's pid in a prebuilt per-child filter (> pid_max)
 _HDR = struct.Struct(">I")
 _REPORT_CAP = 16384  # bytes of the child's result pipe the worker forwards
 
@@ -182,16 +183,21 @@ class _Guards:
     """Landlock and seccomp, prepared once per worker so that each forked child only applies
     them (building a libseccomp filter costs ~1 ms, Landlock's path look-ups about as much)."""
 
-    _PID = 0x3EADBEEF  # placeholder for the child's pid in the prebuilt filter (> pid_max)
+    _PID = CHILD_PID_PLACEHOLDER
 
-    def __init__(self, seccomp_mod):
-        self.sc, self.abi, self._bpf = seccomp_mod, _landlock_abi(), {}
+    def __init__(self, seccomp_mod, prebuilt=None):
+        """``prebuilt``: {(allow_exec, root): BPF bytes} the parent built (it sees pyseccomp where
+        this interpreter, started with -I, may not); else they are built here from ``seccomp_mod``."""
+        self.sc, self.abi, self._bpf = seccomp_mod, _landlock_abi(), dict(prebuilt or {})
+        self.source = "parent" if self._bpf else getattr(seccomp_mod, "__name__", None)
         self._rules = self._landlock_rules() if self.abi else []
         try:  # build the common filter now; an unusable binding counts as "no seccomp"
-            if self.sc is not None:
+            if self._bpf or self.sc is not None:
                 self._filter(False)
+            else:
+                self.source = None
         except Exception:
-            self.sc = None
+            self.sc, self._bpf, self.source = None, {}, None
 
     def _filter(self, allow_exec):
         key = (bool(allow_exec), os.getuid() == 0)
@@ -241,7 +247,7 @@ class _Guards:
         if ruleset < 0:
             return 0
         wd = os.open(workdir, os.O_PATH | os.O_CLOEXEC)
-        make_dev = (1 << 7) | (1 << 11)  # MAKE_CHAR | MAKE_BLOCK: never, even for root
+        make_dev = (1 << 6) | (1 << 11)  # MAKE_CHAR | MAKE_BLOCK: never, even for root (1 << 7 is MAKE_DIR)
         try:
             for fd, access in self._rules + [(wd, handled & ~make_dev)]:
                 rule = struct.pack("=Qi", access & handled, fd)  # packed path_beneath_attr
@@ -256,7 +262,7 @@ class _Guards:
         """Load the filter, with the child's own pid patched in.  False if unavailable."""
         import ctypes
 
-        if self.sc is None:
+        if self.source is None:
             return False
         prog = bytearray(self._filter(allow_exec))
         for off in range(0, len(prog), 8):  # struct sock_filter {u16 code; u8 jt, jf; u32 k}
@@ -509,8 +515,12 @@ def _child(job, workdir, nonce_fd, fds, guards, snap):
             guards.landlock(workdir)
             guards.seccomp(job.get("allow_exec", False))
         os.closerange(5, 1 << 20)  # the worker's pipes and Landlock's path fds
-        for name in list(sys.modules):  # re-importing these is refused by the audit hook
-            if name.partition(".")[0] in ("ctypes", "_ctypes", "pyseccomp", "seccomp"):
+        # re-importing these is refused by the audit hook (_posixsubprocess may be built into
+        # the interpreter, as in Debian's, and loaded already: drop it and what holds it)
+        drop = ("ctypes", "_ctypes", "pyseccomp", "seccomp") + (
+            () if job.get("allow_exec", False) else ("_posixsubprocess", "subprocess"))
+        for name in list(sys.modules):
+            if name.partition(".")[0] in drop:
                 del sys.modules[name]
         _run_untrusted(job, token, job.get("allow_exec", False), snap)
     except BaseException as exc:
@@ -566,12 +576,22 @@ def _rmtree(path):
     shutil.rmtree(path, onerror=fix)
 
 
-def _wipe(base, private_tmp):
+def _wipe(base, private_tmp, keep=()):
     """Remove everything the program left: its work dir and anything else it put in ``base``;
-    with a private /tmp (bwrap, unshare) everything in /tmp too, so no job sees another's."""
-    root = "/tmp" if private_tmp and os.path.dirname(base) == "/tmp" else base
+    with a private /tmp (bwrap, unshare) everything in /tmp too, so no job sees another's.
+    ``keep``: read-only binds below /tmp (an interpreter living there), left as they are."""
+    _wipe_in("/tmp" if private_tmp and os.path.dirname(base) == "/tmp" else base, base, keep)
+
+
+def _wipe_in(root, base, keep):
     for name in os.listdir(root):
         path = os.path.join(root, name)
+        if path in keep:
+            continue
+        if any(k.startswith(path + "/") for k in keep):  # a folder made for a bind: wipe around it
+            if os.path.isdir(path) and not os.path.islink(path):
+                _wipe_in(path, base, keep)
+            continue
         if path == base:
             for inner in os.listdir(base):
                 _rmtree(os.path.join(base, inner))
@@ -584,7 +604,7 @@ def _wipe(base, private_tmp):
                 pass
 
 
-def _run_job(job, nonce_r, base, seq, guards, private_pidns, private_tmp):
+def _run_job(job, nonce_r, base, seq, guards, private_pidns, private_tmp, keep=()):
     timeout = float(job["timeout"])
     cap = int(job["max_output_bytes"])
     out_limit = 16 * cap
@@ -646,7 +666,7 @@ def _run_job(job, nonce_r, base, seq, guards, private_pidns, private_tmp):
     _reap()
     for fd in list(tails) + ([pidfd] if pidfd is not None else []):
         os.close(fd)
-    _wipe(base, private_tmp)
+    _wipe(base, private_tmp, keep)
     exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
     return {"id": job.get("id"), "exit_code": exit_code, "signal": sig, "timed_out": timed_out,
@@ -704,13 +724,22 @@ def _external_seccomp_active():
 
 def main(argv):
     """Flags: --private-pidns (own pid namespace: kill(-1) cleans up), --private-tmp (/tmp is
-    ours alone: wiped after each job), --drop-uid=N (started as root), --external-seccomp (bwrap
-    loaded the filter: no ctypes, Landlock or per-child filter)."""
+    ours alone: wiped after each job), --keep=JSON (binds below /tmp the wipe leaves alone),
+    --drop-uid=N (started as root), --external-seccomp (bwrap loaded the filter: no ctypes,
+    Landlock or per-child filter), --filters-fd=N (the per-child filters, built by the parent)."""
     for arg in argv:
         if arg.startswith("--drop-uid=") and os.getuid() == 0:
             _drop_privileges(int(arg.split("=", 1)[1]))
     private_pidns = "--private-pidns" in argv
     private_tmp = "--private-tmp" in argv
+    keep, prebuilt = (), {}
+    for arg in argv:
+        if arg.startswith("--keep="):
+            keep = tuple(json.loads(arg.split("=", 1)[1]))
+        elif arg.startswith("--filters-fd="):
+            with os.fdopen(int(arg.split("=", 1)[1]), "rb") as f:
+                prebuilt = {(k[0] == "1", k[1] == "1"): bytes.fromhex(v)
+                            for k, v in json.loads(f.read() or b"{}").items()}
     proto_in, proto_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
@@ -720,8 +749,8 @@ def main(argv):
     if "--external-seccomp" in argv:
         guards, seccomp, landlock = None, "bwrap" if _external_seccomp_active() else None, 0
     else:
-        guards = _Guards(_load_seccomp())
-        seccomp, landlock = getattr(guards.sc, "__name__", None), guards.abi
+        guards = _Guards(None if prebuilt else _load_seccomp(), prebuilt)
+        seccomp, landlock = guards.source, guards.abi
         try:
             _libc().prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: children can't read our memory
         except Exception:
@@ -743,7 +772,7 @@ def main(argv):
             _write_all(proto_out, _HDR.pack(0))  # ack: the job has started
             seq += 1
             _send(proto_out, _run_job(json.loads(body), nonce_r, base, seq, guards,
-                                      private_pidns, private_tmp))
+                                      private_pidns, private_tmp, keep))
     finally:
         _rmtree(base)
 

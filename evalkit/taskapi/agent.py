@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -36,14 +37,34 @@ def canonical_json(obj) -> str:
 
 @dataclass(frozen=True)
 class ToolEnv:
-    """Tool code (``source``) and its JSON ``config``; ``name`` labels it in records."""
+    """Tool code (``source``) and its JSON ``config``; ``name`` labels it in records.
+
+    ``files``: ``(key, host path)`` pairs of data files the code reads. The sandbox shows no host
+    files, wherever they live, so the parent reads each file and the code finds its bytes in
+    ``FILES[key]``. The digest covers their contents, not their paths: moving the data or the
+    virtual environment keeps every cached response."""
 
     name: str
     source: str
     config: str = "{}"  # canonical JSON
+    files: tuple = ()  # ((key, path), ...)
 
     def digest(self) -> str:
-        return hashlib.sha256(f"{self.name}\0{self.source}\0{self.config}".encode()).hexdigest()
+        parts = [self.name, self.source, self.config] + [f"{k}={file_digest(p)}" for k, p in self.files]
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+_FILE_DIGESTS: dict = {}
+
+
+def file_digest(path) -> str:
+    """The sha256 of a file's bytes, remembered while its size and mtime stay the same."""
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    if key not in _FILE_DIGESTS:
+        with open(path, "rb") as f:
+            _FILE_DIGESTS[key] = hashlib.sha256(f.read()).hexdigest()
+    return _FILE_DIGESTS[key]
 
 
 @dataclass(frozen=True)

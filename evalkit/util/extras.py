@@ -88,6 +88,31 @@ def message_for(module: str, what: str | None = None) -> str | None:
     return f"{need} the Python package {root!r} (the {extra!r} extra): {install_hint(extra)}"
 
 
+def import_failure(e: ImportError) -> str | None:
+    """The one-line message for an import that failed inside an installed third-party package (Inspect
+    missing one of its own dependencies, say): which package, what it lacks, how to fix it. None when
+    evalkit's own code is the importer (then it is a bug, with its traceback)."""
+    missing = (e.name or "").split(".")[0]
+    known = message_for(missing)
+    if known is not None:
+        return known
+    importer = None
+    tb = e.__traceback__
+    while tb is not None:  # the deepest frame outside importlib is the module that imported it
+        name = tb.tb_frame.f_globals.get("__name__", "") or ""
+        if not name.startswith(("importlib", "_frozen_importlib")):
+            importer = name
+        tb = tb.tb_next
+    top = (importer or "").split(".")[0]
+    if not top or top == "evalkit" or not missing:
+        return None
+    extra = EXTRA_OF.get(top)
+    fix = f"pip install {missing}" + (f", or reinstall the {extra!r} extra: {install_hint(extra)}" if extra else
+                                      " (or rerun scripts/install.sh)")
+    return (f"the installed package {top!r} cannot be imported: it needs the Python package {missing!r}, "
+            f"which is missing ({type(e).__name__}: {e}); {fix}")
+
+
 def require(module: str, what: str):
     """Import ``module`` or raise ``MissingExtra`` naming the extra that installs it."""
     try:

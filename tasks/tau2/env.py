@@ -42,17 +42,33 @@ def runtime_source(domain: str) -> str:
 def domain_env(domain: str, db_path, task: Optional[dict] = None, user_db_path=None,
                retrieval: Optional[str] = None) -> ToolEnv:
     """The domain's tools on a fresh copy of its database (each episode's own, in the sandbox); for
-    telecom, with the customer's phone and ``task``'s initial state and env assertions."""
-    config = {"db_path": str(db_path)}
+    telecom, with the customer's phone and ``task``'s initial state and env assertions. The database
+    files reach the sandbox as ``FILES`` (``db``, ``documents``), never by path; telecom's small TOML databases
+    as JSON text in the config (``db``, ``user_db``)."""
+    config: dict = {}
+    files = [("db", str(db_path))]
     if domain == "banking_knowledge":  # the knowledge base beside the database; the task's initial state as
         # text (canonical_json sorts keys, and the records it adds keep their field order, as they are listed)
-        config.update(documents_path=str(Path(db_path).parent / "documents.json.gz"), retrieval=retrieval,
-                      initial_state=json.dumps((task or {}).get("initial_state"), ensure_ascii=False))
-    elif domain in RUNTIMES:
+        files.append(("documents", str(Path(db_path).parent / "documents.json.gz")))
+        config.update(retrieval=retrieval, initial_state=json.dumps((task or {}).get("initial_state"), ensure_ascii=False))
+    elif domain in RUNTIMES:  # telecom's TOML databases, read here: the sandbox's Python may lack a TOML reader
         crit = (task or {}).get("evaluation_criteria") or {}
-        config.update(user_db_path=str(user_db_path), initial_state=(task or {}).get("initial_state"),
+        files = []
+        # as JSON text: the config's canonical JSON sorts keys, and the tools list records in file order
+        config.update(db=json.dumps(_toml(db_path)), user_db=json.dumps(_toml(user_db_path)),
+                      initial_state=(task or {}).get("initial_state"),
                       assertions=crit.get("env_assertions"))
-    return ToolEnv(f"tau2:{domain}", runtime_source(domain), canonical_json(config))
+    return ToolEnv(f"tau2:{domain}", runtime_source(domain), canonical_json(config), tuple(files))
+
+
+@lru_cache(maxsize=4)
+def _toml(path) -> dict:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    with open(path, "rb") as f:
+        return tomllib.load(f)
 
 
 @lru_cache(maxsize=1)

@@ -40,10 +40,9 @@ class ToolError(Exception):
 
 
 # ---- the knowledge base (documents.json.gz: [{id, title, content}], in its order)
-def load_documents(path):
-    opener = _gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        docs = json.load(f)
+def load_documents(key):
+    data = FILES[key]  # noqa: F821 (set by the sandbox's tool driver)
+    docs = json.loads(_gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
     return [(d["id"], d["title"], d["content"]) for d in docs]
 
 
@@ -147,8 +146,7 @@ DATA = {}
 
 
 def setup(config):
-    with open(config["db_path"], encoding="utf-8") as f:
-        db = new_db(json.load(f))
+    db = new_db(json.loads(FILES["db"]))  # noqa: F821 (set by the sandbox's tool driver)
     init = config.get("initial_state") or {}
     init = (json.loads(init) if isinstance(init, str) else init) or {}
     data = init.get("initialization_data") or {}
@@ -156,7 +154,7 @@ def setup(config):
         if isinstance(data.get(side), dict):
             db = new_db(_deep_update(db, data[side]))
     state = {"db": db, "unlocked": [], "given": {}, "retrieval": config.get("retrieval") or "bm25_grep",
-             "documents": config.get("documents_path")}
+             "documents": "documents"}
     for action in init.get("initialization_actions") or []:  # Environment.run_env_function_call
         _run(state, action.get("env_type") == "user", action["func_name"], action.get("arguments") or {})
     return state

@@ -3,7 +3,8 @@ never imported by evalkit: its text heads a ``ToolEnv`` source (``tasks/tau2/env
 followed by one domain's tools (``runtime_airline.py``, ``runtime_retail.py``), which define
 ``TOOLS`` ({name: function(db, **arguments)}) and ``normalise(db)``.
 
-The state carried between calls is small: the database file's path and the records the episode
+The state carried between calls is small: the database file's key in ``FILES`` (its bytes, handed in
+by the sandbox) and the records the episode
 touched (``changes``: {table: {key: record or None}}); each call loads the released database,
 applies the changes, runs the tool on it and keeps the records it read or wrote. Tool results are
 what τ²-bench's ``Environment.to_json_str`` makes of them (``json.dumps(model_dump(), default=str)``)
@@ -46,14 +47,14 @@ class _Tracked(dict):
         return super().pop(key, *default)
 
 
-def _read(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return json.load(f)
+def _read(key):
+    """The JSON file ``FILES[key]`` (gzip-compressed or not), as the sandbox handed it in."""
+    data = FILES[key]  # noqa: F821 (set by the sandbox's tool driver)
+    return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
 
 
 def _database(state):
-    db = _read(state["path"])
+    db = _read(state["file"])
     normalise(db)  # noqa: F821 (defined by the domain's tools below)
     for table, rows in state["changes"].items():
         for key, record in rows.items():
@@ -65,7 +66,7 @@ def _database(state):
 
 
 def setup(config):
-    return {"path": config["db_path"], "changes": {}}
+    return {"file": "db", "changes": {}}
 
 
 def to_json_str(resp):
@@ -99,7 +100,7 @@ def db_hash(db):
 
 def snapshot(state):
     db = _database(state)
-    base = _read(state["path"])
+    base = _read(state["file"])
     normalise(base)  # noqa: F821
     changed = sorted(f"{t}/{k}" for t, rows in state["changes"].items() for k, r in rows.items()
                      if base[t].get(k) != r)

@@ -22,11 +22,6 @@ import datetime
 import hashlib
 import json
 
-try:
-    import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib
-
 TODAY = datetime.date(2025, 2, 25)  # τ²-bench's telecom get_today()
 START = datetime.datetime(2025, 1, 1)
 
@@ -105,11 +100,6 @@ def model(name, data=None, **kw):
     return out
 
 
-def _load_toml(path):
-    with open(path, "rb") as f:
-        return tomllib.load(f)
-
-
 def db_hash(data):
     """τ²-bench's ``get_pydantic_hash``: sha256 of ``json.dumps(model_dump(), sort_keys=True, default=str)``."""
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
@@ -168,8 +158,8 @@ def run_function(state, env_type, func_name, arguments):
 
 def setup(config):
     """A fresh environment (``get_environment``), then the task's initial state (``set_state``)."""
-    state = {"db": model("TelecomDB", _load_toml(config["db_path"])),
-             "user": model("TelecomUserDB", _load_toml(config["user_db_path"])), "assertions": config.get("assertions")}
+    state = {"db": model("TelecomDB", json.loads(config["db"])),
+             "user": model("TelecomUserDB", json.loads(config["user_db"])), "assertions": config.get("assertions")}
     state["user"]["default_vpn"] = default_vpn()  # noqa: F821 (τ²-bench's default_vpn_details)
     sync(state)
     init = config.get("initial_state") or {}

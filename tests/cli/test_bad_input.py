@@ -191,7 +191,7 @@ def test_read_only_cache_is_named(gsm, tmp_path):
     """On a read-only file system (a read-only bind mount in a private mount namespace: root
     ignores file modes, so chmod would prove nothing here)."""
     if shutil.which("unshare") is None:
-        pytest.skip("no unshare")
+        pytest.fail("util-linux unshare is missing")
     from evalkit.run.cache import ResponseCache
     cache_dir = tmp_path / "ro"
     ResponseCache(cache_dir / "responses.sqlite").close()
@@ -202,7 +202,7 @@ def test_read_only_cache_is_named(gsm, tmp_path):
     r = subprocess.run(["unshare", "-m", "sh", "-c", cmd], capture_output=True, text=True, timeout=120,
                        cwd=str(REPO), env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
     if "mount:" in r.stderr or "unshare:" in r.stderr:
-        pytest.skip(f"cannot make a read-only mount here: {r.stderr.strip()[:200]}")
+        pytest.skip(f"the kernel refuses a read-only bind mount here: {r.stderr.strip()[:200]}")
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert f"response cache {cache_dir / 'responses.sqlite'}: read-only" in r.stderr and "--no-cache" in r.stderr
     assert digest(cache_dir / "responses.sqlite") == before

@@ -30,7 +30,7 @@ def parity_cache(tmp_path_factory):
 
 def _mmlu_config(shared_data):
     if "mmlu" not in registry.all_tasks():
-        pytest.skip("the mmlu task is not available")
+        pytest.fail("the built-in mmlu task is not registered")
     # zero-shot keeps the hf side fast; ~100 items spread over all subjects: one shard of 14,042 in 140
     return RunConfig(tasks=["mmlu"], num_fewshot=0, data_paths={"mmlu": str(shared_data / "mmlu")}, shard=(0, 140))
 

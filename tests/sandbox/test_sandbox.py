@@ -165,7 +165,7 @@ def test_humaneval_problem_both_modes(sb, shared_data):
 
     path = shared_data / "humaneval" / "HumanEval.jsonl.gz"
     if not path.exists():
-        pytest.skip("HumanEval data not present")
+        pytest.skip("shared data: HumanEval is not present beside the clone")
     with gzip.open(path, "rt") as f:
         probs = [json.loads(next(f)) for _ in range(3)]
     full = [p["prompt"] + p["canonical_solution"] + "\n" + p["test"] + "\n" +
@@ -394,13 +394,19 @@ def test_attack_subprocess_and_exec(sb):
         assert "pwned" not in r.stdout + r.stderr, prog
     r = sb.run(below_the_hook)
     assert not r.passed and "pwned" not in r.stdout
-    aliased = src("""
-        import importlib.util, sys  # load the C module under another name: still refused
-        spec = importlib.util.find_spec("_posixsubprocess")
-        alias = importlib.util.spec_from_file_location("x._posixsubprocess", spec.origin)
-        print(importlib.util.module_from_spec(alias))
-    """)
-    assert sb.run(aliased).error_type == "SandboxImportError"
+    import importlib.util
+    if importlib.util.find_spec("_posixsubprocess").origin == "built-in":  # Debian's Python: no file to alias
+        assert sb.run("import _posixsubprocess").error_type == "SandboxImportError"
+        assert sb.run("import subprocess\nsubprocess._fork_exec").error_type in ("SandboxImportError",
+                                                                                "AttributeError")
+    else:
+        aliased = src("""
+            import importlib.util, sys  # load the C module under another name: still refused
+            spec = importlib.util.find_spec("_posixsubprocess")
+            alias = importlib.util.spec_from_file_location("x._posixsubprocess", spec.origin)
+            print(importlib.util.module_from_spec(alias))
+        """)
+        assert sb.run(aliased).error_type == "SandboxImportError"
     assert_alive(sb, pids)
 
 

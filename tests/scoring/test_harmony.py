@@ -33,7 +33,7 @@ def encoding():
     try:
         return oh.load_harmony_encoding(oh.HarmonyEncodingName.HARMONY_GPT_OSS)
     except Exception as e:  # the o200k vocabulary is fetched on first use: offline without a cached copy
-        pytest.skip(f"openai_harmony encoding unavailable: {e}")
+        pytest.skip(f"openai_harmony fetches its o200k vocabulary over the network on first use: {e}")
 
 
 def _package_messages(encoding, ids):
