@@ -37,12 +37,11 @@ if [ "$verbose" = 1 ]; then
 else
   # the install's own timed step lines are shown; pip's output goes to the log, shown only on failure
   "$py" -m pip install -q --upgrade pip >>"$log" 2>&1
-  if ! PYTHON="$py" bash scripts/install.sh >>"$log" 2>&1; then
+  if ! PYTHON="$py" bash scripts/install.sh 2>&1 | tee -a "$log" | grep --line-buffered '^\[install'; then
     tail -40 "$log" >&2
     echo "quickstart: the install failed (whole log: $log)" >&2
     exit 1
   fi
-  grep '^\[install' "$log" || true
 fi
 data_args=()
 if [ -d ../shared/data/gsm8k ] && [ -d ../shared/data/mmlu ]; then
@@ -50,7 +49,11 @@ if [ -d ../shared/data/gsm8k ] && [ -d ../shared/data/mmlu ]; then
 fi
 echo "quickstart: evaluating the bundled model (vLLM engine start ~40 s, then ${LIMIT:-20} items per task)"
 verbose_flag=()
-[ "$verbose" = 1 ] && verbose_flag=(--verbose)
+if [ "$verbose" = 1 ]; then
+  verbose_flag=(--verbose)
+else
+  export VLLM_LOGGING_LEVEL="${VLLM_LOGGING_LEVEL:-ERROR}"  # vLLM's start-up notes only with --verbose
+fi
 mkdir -p results
 before=$(ls -1 results | sort)
 "$py" -m evalkit run --model vllm:smollm2-135m --tasks gsm8k,mmlu_anatomy --limit "${LIMIT:-20}" "${data_args[@]}" \

@@ -5,6 +5,7 @@ give the same rows; an Inspect task mapped to evalkit's gsm8k pairs with an eval
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ pytest.importorskip("inspect_ai")
 
 from inspect_ai.log import read_eval_log  # noqa: E402
 
+from conftest import REPO, evalkit_cli  # noqa: E402
 from evalkit.cli import main  # noqa: E402
 from evalkit.records import load_run  # noqa: E402
 from evalkit.scoring.stats import mean_metric  # noqa: E402
@@ -281,3 +283,17 @@ def test_an_inspect_task_named_like_an_evalkit_task_pairs_without_a_map(logs, gs
     tiny.eval.task = "gsm8k"  # not its docs: no error, Inspect's ids kept, said in a note
     run, rows, notes = import_log(Path("tiny.eval"), tiny, data_paths={"gsm8k": str(gsm_data)})
     assert [r["doc_id"] for r in rows["gsm8k"]][:2] == ["a", "a"] and "6 of 6 samples" in notes[0]
+
+
+def test_a_dependency_inspect_lacks_is_named_not_called_a_bug(logs, tmp_path):
+    """Inspect installed without one of its own dependencies (as the old --no-deps install left out jsonpatch):
+    one line naming the package and the fix, exit 2, never "a bug in evalkit"."""
+    stub = tmp_path / "stub" / "inspect_ai"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("")
+    (stub / "log.py").write_text("import jsonpatch_not_installed_here  # noqa\n")
+    env = {"PYTHONPATH": f"{tmp_path / 'stub'}{os.pathsep}{REPO}"}
+    r = evalkit_cli("import", "inspect", str(logs / "tiny_eval"), "--output", str(tmp_path / "r"), env=env)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "bug" not in r.stderr, r.stderr
+    line = r.stderr.strip().splitlines()[-1]
+    assert "'inspect_ai'" in line and "'jsonpatch_not_installed_here'" in line and "pip install" in line, line

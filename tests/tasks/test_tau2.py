@@ -17,6 +17,7 @@ import pytest
 import evalkit
 from evalkit.backends.base import Backend
 from evalkit.taskapi.requests import Completion
+from conftest import evalkit_cli
 from evalkit.tasks.tau2 import data, evaluate
 from evalkit.taskapi.registry import get_task_class
 
@@ -213,3 +214,30 @@ def test_write_out_shows_the_policy_and_the_agents_opening_line(capsys):
     assert main(["run", "--model", "hf:x", "--tasks", "tau2_retail", "--limit", "1", "--write-out"]) == 0
     out = capsys.readouterr().out
     assert "<policy>" in out and "Hi! How can I help you today?" in out and "1 docs planned" in out
+
+
+def _copy_airline(dest):
+    """The released airline domain copied into ``dest`` (a folder outside Python's install folders)."""
+    import shutil
+    root = data.default_data_dir()
+    shutil.copytree(root / "domains" / "airline", dest / "domains" / "airline")
+    shutil.copytree(root / "user_simulator", dest / "user_simulator")
+    return dest
+
+
+def test_data_anywhere_runs_and_a_broken_environment_stops_before_the_model(tmp_path):
+    """#47: --data in a folder the sandbox can't see (under /tmp, with a space) works; a database the
+    environment can't read stops the run at once, one line, exit 2, before any model is loaded."""
+    from evalkit.run.checks import check_tool_environment
+    from evalkit.taskapi import registry as reg
+    good = _copy_airline(tmp_path / "tau2 data")
+    task = reg.get_task_class("tau2_airline")(data_path=str(good))
+    check_tool_environment(task, task.eval_docs()[:1])  # set up + a state round trip in the sandbox
+    bad = _copy_airline(tmp_path / "broken")
+    (bad / "domains" / "airline" / "db.json.gz").write_bytes(b"\x1f\x8b not a gzip stream")
+    r = evalkit_cli("run", "--model", "hf:/nonexistent/model-dir", "--tasks", "tau2_airline",
+                    "--data", f"tau2_airline={bad}", "--limit", "1", "--no-output", "--no-cache")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    line = r.stderr.strip().splitlines()[-1]
+    assert "tau2:airline" in line and "cannot run in the sandbox" in line, line
+    assert "nonexistent" not in r.stderr  # it stopped before the model (whose folder does not exist)
