@@ -35,13 +35,7 @@ GEN_KEYS = {"max_tokens", "temperature", "top_p", "n", "seed", "top_k", "min_p",
 
 
 def load_config(path: str) -> dict:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        try:
-            import tomli as tomllib
-        except ModuleNotFoundError:
-            raise EvalkitError("reading the gate config needs Python >= 3.11 or `pip install tomli`") from None
+    from evalkit.util import toml as tomllib
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"--config {path}: no such file")

@@ -19,7 +19,7 @@ A bad file stops the run with one line naming the file and the field.
 """
 from __future__ import annotations
 
-import tomllib
+from evalkit.util import toml as tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional

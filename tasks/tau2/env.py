@@ -63,10 +63,7 @@ def domain_env(domain: str, db_path, task: Optional[dict] = None, user_db_path=N
 
 @lru_cache(maxsize=4)
 def _toml(path) -> dict:
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib
+    from evalkit.util import toml as tomllib
     with open(path, "rb") as f:
         return tomllib.load(f)
 

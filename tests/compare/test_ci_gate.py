@@ -161,7 +161,7 @@ def test_compare_cli_formats_and_version(tmp_path, runs, schema, capsys):
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert e.value.code == 0
-    import tomllib
+    from evalkit.util import toml as tomllib
     version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
     assert capsys.readouterr().out.strip() == f"evalkit {version}"
 
