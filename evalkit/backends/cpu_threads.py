@@ -11,8 +11,9 @@ smallest of
 * its cgroup's CPU quota (``cpu.max``, a container's or a CI job's limit),
 * the cores idle over a short look at ``/proc/stat`` (other processes' work),
 
-at least 1; and ``OMP_WAIT_POLICY=PASSIVE`` (set by ``evalkit`` before torch loads, unless the user
-set it) makes waiting threads sleep instead of spin. ``threads=N`` (``--model-args``) or
+at least 1; and ``OMP_WAIT_POLICY=PASSIVE`` (set by the HF backend before it loads torch, unless
+the user set it; vLLM's engines, which bind their threads to cores, are left alone) makes waiting
+threads sleep instead of spin. ``threads=N`` (``--model-args``) or
 ``EVALKIT_TORCH_THREADS`` overrides it. The choice and its reasons go into the run record.
 """
 from __future__ import annotations

@@ -102,8 +102,6 @@ def _main(argv: list) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     # vLLM logs every engine step at INFO through its own handler: only with --verbose
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO" if args.verbose else "WARNING")
-    from evalkit.backends.cpu_threads import prefer_passive_waiting
-    prefer_passive_waiting()  # before torch loads: idle OpenMP threads sleep, not spin on busy cores
     from evalkit.taskapi import data
     data.DATA_FLAG_HINT = "--data TASK=PATH"  # a command that takes another form sets its own
     try:
