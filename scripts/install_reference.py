@@ -78,7 +78,12 @@ def main(argv: list[str]) -> int:
         return 2
     for spec in argv:
         name = Requirement(spec).name
-        pip("--no-deps", spec)
+        if not pip("--no-deps", spec, check=False):
+            if not pip("--no-deps", "--ignore-requires-python", "--dry-run", spec, check=False):
+                raise SystemExit(f"install_reference: pip install --no-deps {spec} failed")
+            print(f"install_reference: {spec} does not support Python {sys.version.split()[0]} (its "
+                  f"Requires-Python): skipped; what needs it is not in this install")
+            continue
         have = installed()
         reqs = needs(name, have)
         missing = [r for r in reqs if canonicalize_name(Requirement(r).name) not in have]
