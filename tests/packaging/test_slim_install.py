@@ -170,9 +170,14 @@ def test_the_wheel_holds_every_package_and_data_file_the_release_checks(slim):
 def test_the_gate_actions_install_step_installs_from_its_own_repository(tmp_path):
     """The action's install step (install.sh) as GitHub runs it: GITHUB_ACTION_PATH inside the repository,
     INSTALL=action; the venv then runs evalkit from the repository, not from PyPI (the name is not
-    published yet). Dependencies come from the machine (--system-site-packages, PIP_NO_DEPS)."""
+    published yet). Dependencies come from the environment running the tests (PIP_NO_DEPS, and a .pth naming
+    its site-packages: --system-site-packages would give the base interpreter's, not this venv's)."""
+    import site
     venv = tmp_path / "venv"
-    _sh([sys.executable, "-m", "venv", "--system-site-packages", str(venv)])
+    _sh([sys.executable, "-m", "venv", str(venv)])
+    purelib = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    (Path(purelib) / "_tests_parent_env.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(GITHUB_ACTION_PATH=str(REPO / ".github" / "actions" / "gate"), INSTALL="action", EXTRAS="",
                PYTHON=str(venv / "bin" / "python"), PIP_NO_DEPS="1", PIP_NO_BUILD_ISOLATION="1", CI="true",
