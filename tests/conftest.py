@@ -10,6 +10,7 @@ import functools
 import importlib
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,10 @@ from typing import Optional
 import pytest
 
 os.environ.setdefault("EVALKIT_TORCH_THREADS", "1")
+# A shell that starts the suite in the background leaves SIGINT ignored, and every process the tests start
+# would inherit that (the Ctrl-C tests then wait forever): give the suite the interpreter's own handler.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -101,7 +106,7 @@ def _strict_importorskip(modname, *args, **kwargs):
         if what is not None:
             pytest.fail(f"{modname} cannot be imported, but the install promises it (the distribution {what!r}, "
                         f"scripts/install.sh): {e}", pytrace=False)
-        pytest.skip(f"{modname}: not in this install ({e})")
+        pytest.skip(f"{modname}: not in this install ({e})", allow_module_level=True)
 
 
 pytest.importorskip = _strict_importorskip

@@ -358,8 +358,9 @@ class SandboxImportError(ImportError):
 _BLOCKED_EVENTS = frozenset({
     "sys._getframe", "sys._current_frames", "sys._current_exceptions", "sys.settrace",
     "sys.setprofile", "sys.addaudithook", "gc.get_objects", "gc.get_referrers",
-    "gc.get_referents", "code.__new__", "sys._getframemodulename",
-    "sys.monitoring.register_callback"})
+    "gc.get_referents", "code.__new__", "sys.monitoring.register_callback"})
+# (``sys._getframemodulename``, Python 3.12+, gives a module's name, never a frame: namedtuple, enum and
+# typing call it and catch only AttributeError, so refusing it broke BFCL's and tau2's environments)
 _EXEC_EVENTS = frozenset({"os.system", "os.exec", "os.posix_spawn", "os.spawn",
                           "subprocess.Popen", "pty.spawn"})
 _FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
