@@ -16,8 +16,21 @@ from evalkit.sandbox import Sandbox, executor
 from evalkit.sandbox.tools import ToolSandbox, ToolSandboxError
 from evalkit.taskapi.agent import ToolEnv
 
+
+def nobody_can_run(path: str) -> bool:
+    """Whether uid 65534 can reach and run ``path`` (every folder above it searchable by others)."""
+    path = os.path.realpath(path)
+    parents = [os.path.dirname(path)]
+    while parents[-1] != "/":
+        parents.append(os.path.dirname(parents[-1]))
+    return bool(os.stat(path).st_mode & 0o005 == 0o005) and all(os.stat(p).st_mode & 0o001 for p in parents)
+
+
 ROOT = os.getuid() == 0
-LAYERS = ["bwrap-userns", "unshare"] + (["bwrap-rootns"] if ROOT else [])
+#: bubblewrap's user-namespace mode runs as uid 65534 from the start: as root with an interpreter under a
+#: folder 65534 can't enter (pyenv's under /root) it can't work, and bwrap-rootns is what serves that host
+USERNS_OK = not ROOT or nobody_can_run(sys.executable)
+LAYERS = (["bwrap-userns"] if USERNS_OK else []) + ["unshare"] + (["bwrap-rootns"] if ROOT else [])
 
 #: a tool environment that reads a data file (handed in as FILES), keeps state in memory and in its
 #: state folder, and reports both
@@ -65,15 +78,6 @@ def layer_box(request):
     box = _sandbox(request.param)
     yield request.param, box
     box.close()
-
-
-def nobody_can_run(path: str) -> bool:
-    """Whether uid 65534 can reach and run ``path`` (every folder above it searchable by others)."""
-    path = os.path.realpath(path)
-    parents = [os.path.dirname(path)]
-    while parents[-1] != "/":
-        parents.append(os.path.dirname(parents[-1]))
-    return bool(os.stat(path).st_mode & 0o005 == 0o005) and all(os.stat(p).st_mode & 0o001 for p in parents)
 
 
 def test_the_forced_layer_runs_our_python_with_seccomp_as_nobody(layer_box):
@@ -159,6 +163,17 @@ def test_a_broken_environment_stops_at_once_with_its_cause(tmp_path):
         bad_code = ToolEnv("bad-code", "def setup(config):\n    return open('/etc/hostname').read()\n")
         with pytest.raises(ToolSandboxError, match="bad-code.*cannot run in the sandbox"):
             tools.check(bad_code)
+
+
+def test_userns_mode_with_an_interpreter_nobody_can_reach_fails_and_auto_takes_rootns():
+    if USERNS_OK:
+        box = _sandbox("bwrap-userns")
+        box.close()
+        return
+    with pytest.raises(RuntimeError, match="bwrap"):
+        Sandbox(workers=1, layer="bwrap-userns")
+    with Sandbox(workers=1, layer="bwrap") as box:
+        assert box.isolation_layer.startswith("bwrap(rootns)+seccomp") and box.isolation_layer.endswith("uid65534")
 
 
 def test_unknown_layer_is_named():
