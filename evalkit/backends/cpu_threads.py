@@ -11,15 +11,16 @@ smallest of
 * its cgroup's CPU quota (``cpu.max``, a container's or a CI job's limit),
 * the cores idle over a short look at ``/proc/stat`` (other processes' work),
 
-at least 1; and ``OMP_WAIT_POLICY=PASSIVE`` (set by the HF backend before it loads torch, unless
-the user set it; vLLM's engines, which bind their threads to cores, are left alone) makes waiting
-threads sleep instead of spin. ``threads=N`` (``--model-args``) or
+at least 1; and ``OMP_WAIT_POLICY=PASSIVE`` (in force while the HF backend loads torch, unless the
+user set a policy; never left in the environment, so vLLM's engines, which bind their threads to
+cores, keep spinning) makes waiting threads sleep instead of spin. ``threads=N`` (``--model-args``) or
 ``EVALKIT_TORCH_THREADS`` overrides it. The choice and its reasons go into the run record.
 """
 from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 from dataclasses import asdict, dataclass
 from typing import Optional
@@ -77,7 +78,7 @@ def idle_cores(window: float = 0.2) -> Optional[float]:
 
 def choose_threads(requested=None) -> ThreadChoice:
     """The thread count for torch on CPU, and why (see the module's docstring)."""
-    policy = os.environ.get("OMP_WAIT_POLICY")
+    policy = wait_policy()
     if requested not in (None, "", "auto"):
         return ThreadChoice(max(1, int(requested)), "model-args", omp_wait_policy=policy)
     env = os.environ.get("EVALKIT_TORCH_THREADS")
@@ -92,6 +93,26 @@ def choose_threads(requested=None) -> ThreadChoice:
     return ThreadChoice(max(1, n), "auto", cores, quota, None if idle is None else round(idle, 2), policy)
 
 
-def prefer_passive_waiting() -> None:
-    """Sleeping, not spinning, OpenMP threads; only effective before torch loads its OpenMP runtime."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+_POLICY: list = []  # the wait policy torch's OpenMP runtime started with, when this module imported torch
+
+
+def import_torch_waiting_passively():
+    """``import torch`` with ``OMP_WAIT_POLICY=PASSIVE`` (sleeping, not spinning, idle OpenMP threads)
+    unless the user set a policy or torch is loaded already. The OpenMP runtime reads it once, as torch
+    loads; the variable is then removed again, so processes started later (vLLM's engines, which bind
+    their threads to cores and want them spinning) never inherit it."""
+    if "torch" in sys.modules or "OMP_WAIT_POLICY" in os.environ:
+        import torch
+        return torch
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    try:
+        import torch
+    finally:
+        del os.environ["OMP_WAIT_POLICY"]
+    _POLICY.append("PASSIVE")
+    return torch
+
+
+def wait_policy() -> Optional[str]:
+    """The OpenMP wait policy in force for this process's torch, as far as evalkit knows."""
+    return _POLICY[0] if _POLICY else os.environ.get("OMP_WAIT_POLICY")
