@@ -94,7 +94,7 @@ def promised_by(module: str) -> Optional[str]:
     return next((d for d in dists if d in promised_distributions()), None)
 
 
-_importorskip = pytest.importorskip
+_importorskip = getattr(pytest.importorskip, "__wrapped__", pytest.importorskip)  # (conftest may load twice)
 
 
 def _strict_importorskip(modname, *args, **kwargs):
@@ -109,6 +109,7 @@ def _strict_importorskip(modname, *args, **kwargs):
         pytest.skip(f"{modname}: not in this install ({e})", allow_module_level=True)
 
 
+_strict_importorskip.__wrapped__ = _importorskip
 pytest.importorskip = _strict_importorskip
 
 
