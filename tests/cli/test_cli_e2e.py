@@ -45,7 +45,7 @@ def test_run_prints_table_and_writes_record(tmp_path, tiny_model_dir):
     run = json.loads((run_dir / "run.json").read_text())
     assert run["schema_version"] == 2 and run["kind"] == "evaluation" and run["model"]["backend"] == "hf"
     assert run["model"]["identity"]["content"]["weights"], "weights are hashed into the identity"
-    threads = run["model"]["other"]["runtime"]["cpu_threads"]  # the thread choice, outside the identity
+    threads = run["model"]["runtime"]["cpu_threads"]  # the thread choice, outside the identity
     assert threads == {"threads": 1, "source": "EVALKIT_TORCH_THREADS", "omp_wait_policy": "PASSIVE"}, threads
     assert "threads" not in json.dumps(run["model"]["identity"])
     assert set(run["tasks"]) == {"wikitext", "gsm8k"}
