@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from .worker import CHILD_PID_PLACEHOLDER, build_filter
+from .worker import _load_seccomp as _seccomp_module
 
 log = logging.getLogger(__name__)
 
@@ -256,15 +257,6 @@ def _child_filters_fd() -> list[int]:
     os.write(fd, _child_filters[0])
     os.lseek(fd, 0, os.SEEK_SET)
     return [fd]
-
-
-def _seccomp_module():
-    for name in ("pyseccomp", "seccomp"):
-        try:
-            return __import__(name)
-        except Exception:  # missing module or libseccomp
-            continue
-    return None
 
 
 def _python_roots(python: str) -> list[str]:

@@ -28,6 +28,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
+from evalkit.records.provenance import file_sha256
 from evalkit.taskapi.requests import GenParams
 
 
@@ -62,8 +63,7 @@ def file_digest(path) -> str:
     st = os.stat(path)
     key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
     if key not in _FILE_DIGESTS:
-        with open(path, "rb") as f:
-            _FILE_DIGESTS[key] = hashlib.sha256(f.read()).hexdigest()
+        _FILE_DIGESTS[key] = file_sha256(path)
     return _FILE_DIGESTS[key]
 
 
