@@ -31,7 +31,8 @@ def shared_vllm_reward():
 
 
 def release() -> None:
-    b = _STATE.pop("vllm", None)
+    """Shut the shared reward engine down (safe to call twice); a later call on it starts it again."""
+    b = _STATE.get("vllm")
     if b is not None:
         b.close()
 

@@ -55,7 +55,8 @@ def shared_vllm_backend(base_dir: str, work_dir: Path):
 
 
 def release() -> None:
-    """Shut the shared engine down (session fixture teardown; safe to call twice)."""
-    backend = _STATE.pop("backend", None)
+    """Shut the shared engine down (after its last test, and at session end; safe to call twice).
+    The backend stays: a later call on it starts its engine again."""
+    backend = _STATE.get("backend")
     if backend is not None:
         backend.close()

@@ -211,6 +211,21 @@ def vllm_reward():
     release()
 
 
+def pytest_runtest_teardown(item, nextitem):
+    """Shut a session's vLLM engine down after the last test of this worker's run that uses it.
+
+    Each engine holds 3.5-4 GB (its worker process, a 1 GiB KV cache, the engine core). Kept until
+    the session ends, the shared generation and reward engines of one worker sat beside every
+    engine and server the later tests started, and the machine ran out of memory: engines could
+    not allocate their KV cache, and once a worker was killed. The groups keep a fixture's tests
+    together (``_group_for_workers``), so this runs once per engine; a later test that asks for it
+    again gets it restarted (the backends start their engines lazily)."""
+    following = set(getattr(nextitem, "fixturenames", ())) if nextitem is not None else set()
+    for name, module in (("vllm_backend", "_vllm_session"), ("vllm_reward", "_reward_session")):
+        if name in getattr(item, "fixturenames", ()) and name not in following:
+            importlib.import_module(module).release()
+
+
 def evalkit_cli(*args, cwd=None, env: Optional[dict] = None, unset=(), timeout: float = 600,
                 threads: Optional[str] = "1") -> subprocess.CompletedProcess:
     """``python -m evalkit ARGS`` in a subprocess of this checkout (``PYTHONPATH``), one torch thread,
@@ -251,19 +266,24 @@ def _file_of(item) -> str:
 def _group_for_workers(items) -> None:
     """Give every test a group a worker runs whole, and order the groups longest first.
 
-    Groups: the tests of the session's vLLM engine (``vllm_backend``); the files that use the
-    session's reward engine (``vllm_reward``: their other vLLM tests start reward and pooling engines
-    and servers too); the other vLLM tests (``vllm serve``, embedding and RAG engines); and each
-    remaining test file (so a file's module fixtures, often a whole evaluation, are built once).
-    The three vLLM groups go first, then files with real-model tests, then the
-    quick files, which fill the end of the run on every worker."""
-    reward_files = {_file_of(it) for it in items if "vllm_reward" in getattr(it, "fixturenames", ())}
+    Groups: the tests of the session's vLLM engine (``vllm_backend``); every test of the files that
+    use the session's reward engine (``vllm_reward``: their other tests start reward and pooling
+    engines and servers too); every test of the other files with a vLLM test (``vllm serve``,
+    embedding and RAG engines); and each remaining test file. A file's module fixtures, often a whole
+    evaluation or a server holding 4 GB, are then built on one worker only, and never while the
+    other worker builds the same one. The three vLLM groups go first, then files with real-model
+    tests, then the quick files, which fill the end of the run on every worker."""
+    fixtures = {it.nodeid: set(getattr(it, "fixturenames", ())) for it in items}
+    reward_files = {_file_of(it) for it in items if "vllm_reward" in fixtures[it.nodeid]}
+    vllm_files = {_file_of(it) for it in items if it.get_closest_marker("vllm")}
 
     def group(item) -> str:
-        if "vllm_backend" in getattr(item, "fixturenames", ()):
+        if "vllm_backend" in fixtures[item.nodeid]:
             return "vllm-engine"
-        if item.get_closest_marker("vllm"):
-            return "vllm-reward" if _file_of(item) in reward_files else "vllm-other"
+        if _file_of(item) in reward_files:
+            return "vllm-reward"
+        if _file_of(item) in vllm_files:
+            return "vllm-other"
         return _file_of(item)
 
     first = {}
@@ -293,3 +313,13 @@ def _bind_vllm_to_this_workers_cores() -> None:
 
 
 _bind_vllm_to_this_workers_cores()
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` (the README's test command) without xdist 3.8's hang after a worker
+    crash: see ``tests/_xdist_crash_safe.py``."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from _xdist_crash_safe import CrashSafeLoadGroupScheduling
+    return CrashSafeLoadGroupScheduling(config, log)

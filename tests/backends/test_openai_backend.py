@@ -86,7 +86,7 @@ class VLLMServer:
             self.proc.wait(timeout=60)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def server(tiny_model_dir, tmp_path_factory):
     folder = tmp_path_factory.mktemp("vllm_serve")
     srv = VLLMServer(tiny_model_dir, folder / "server.log")
