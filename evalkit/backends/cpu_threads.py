@@ -11,16 +11,19 @@ smallest of
 * its cgroup's CPU quota (``cpu.max``, a container's or a CI job's limit),
 * the cores idle over a short look at ``/proc/stat`` (other processes' work),
 
-at least 1; and ``OMP_WAIT_POLICY=PASSIVE`` (in force while the HF backend loads torch, unless the
-user set a policy; never left in the environment, so vLLM's engines, which bind their threads to
-cores, keep spinning) makes waiting threads sleep instead of spin. ``threads=N`` (``--model-args``) or
-``EVALKIT_TORCH_THREADS`` overrides it. The choice and its reasons go into the run record.
+at least 1. ``threads=N`` (``--model-args``) or ``EVALKIT_TORCH_THREADS`` overrides it. The choice,
+its reasons and the user's ``OMP_WAIT_POLICY`` (if set) go into the run record.
+
+The thread count is what helps; the OpenMP wait policy is left as the user has it. Measured with
+``bench/bench_cpu_threads.py`` (2 cores, 8 prompts x 48 tokens, bench/RESULTS.md): beside a busy
+torch process, torch's default took 29.7 s wall and 29.4 s CPU, ``auto`` 8.1 s and 5.8 s, and
+``auto`` with ``OMP_WAIT_POLICY=PASSIVE`` 11.7 s and 8.0 s; on a quiet machine passive waiting gained
+nothing either (6.4 s against 6.3 s), and in an earlier run it cost 8.1 s against 5.5 s.
 """
 from __future__ import annotations
 
 import math
 import os
-import sys
 import time
 from dataclasses import asdict, dataclass
 from typing import Optional
@@ -93,26 +96,6 @@ def choose_threads(requested=None) -> ThreadChoice:
     return ThreadChoice(max(1, n), "auto", cores, quota, None if idle is None else round(idle, 2), policy)
 
 
-_POLICY: list = []  # the wait policy torch's OpenMP runtime started with, when this module imported torch
-
-
-def import_torch_waiting_passively():
-    """``import torch`` with ``OMP_WAIT_POLICY=PASSIVE`` (sleeping, not spinning, idle OpenMP threads)
-    unless the user set a policy or torch is loaded already. The OpenMP runtime reads it once, as torch
-    loads; the variable is then removed again, so processes started later (vLLM's engines, which bind
-    their threads to cores and want them spinning) never inherit it."""
-    if "torch" in sys.modules or "OMP_WAIT_POLICY" in os.environ:
-        import torch
-        return torch
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    try:
-        import torch
-    finally:
-        del os.environ["OMP_WAIT_POLICY"]
-    _POLICY.append("PASSIVE")
-    return torch
-
-
 def wait_policy() -> Optional[str]:
-    """The OpenMP wait policy in force for this process's torch, as far as evalkit knows."""
-    return _POLICY[0] if _POLICY else os.environ.get("OMP_WAIT_POLICY")
+    """The OpenMP wait policy the user set for this process (``OMP_WAIT_POLICY``), if any."""
+    return os.environ.get("OMP_WAIT_POLICY") or None

@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 from evalkit.backends import model_dirs as models
 from evalkit.backends.base import Backend
 from evalkit.backends.cpu_malloc import keep_buffers_in_heap
-from evalkit.backends.cpu_threads import ThreadChoice, choose_threads, import_torch_waiting_passively
+from evalkit.backends.cpu_threads import ThreadChoice, choose_threads
 from evalkit.backends.hf_scoring import PairScorer
 from evalkit.backends.logprobs import CPU_CHUNK_ELEMS, GPU_CHUNK_ELEMS
 from evalkit.backends.harmony_format import decode_completion, is_harmony_tokenizer
@@ -53,7 +53,7 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
                  token_budget: Optional[int] = None, chunk_size: Optional[int] = None, share_prefix: bool = True,
                  chat_template: Optional[str] = None, chat_template_kwargs=None,
                  reasoning_effort: Optional[str] = None):
-        torch = import_torch_waiting_passively()  # idle OpenMP threads sleep (when this loads torch first)
+        import torch
 
         self.chat_template, self.chat_template_kwargs, template_identity = chat_template_options(
             chat_template, chat_template_kwargs, reasoning_effort)
