@@ -19,7 +19,7 @@ from pathlib import Path
 
 JUDGE_PACKAGES = ("math-verify", "sympy", "latex2sympy2_extended", "antlr4-python3-runtime")
 _SHARED = ("evalkit.scoring.answers", "evalkit.scoring.choices", "evalkit.scoring.math_equivalence", "evalkit.scoring.passk", "evalkit.taskapi.task",
-           "evalkit.taskapi.requests", "evalkit.sandbox.executor", "evalkit.sandbox.worker", "evalkit.rl.bridge",
+           "evalkit.taskapi.requests", "evalkit.sandbox.executor", "evalkit.sandbox.layers", "evalkit.sandbox.worker", "evalkit.rl.bridge",
            "evalkit.rl.gold", "evalkit.rl.guards", "evalkit.rl.verifier")
 
 

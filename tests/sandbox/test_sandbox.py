@@ -18,7 +18,7 @@ import warnings
 
 import pytest
 
-from evalkit.sandbox import ExecResult, Sandbox, executor, isolation_layer
+from evalkit.sandbox import ExecResult, Sandbox, executor, isolation_layer, layers
 
 SECRET_ENV = "secret-token-" + secrets.token_hex(8)
 
@@ -208,7 +208,7 @@ def test_unresponsive_worker_is_killed(sb):
 
 def test_fallback_when_bwrap_fails(monkeypatch):
     """A host where bwrap can't run (e.g. AppArmor): probe fails, loud warning, weaker layer."""
-    monkeypatch.setattr(executor, "_BWRAP", "/bin/false")
+    monkeypatch.setattr(layers, "_BWRAP", "/bin/false")
     monkeypatch.setattr(executor, "_detected", {})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

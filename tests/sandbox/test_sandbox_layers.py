@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from evalkit.sandbox import Sandbox, executor
+from evalkit.sandbox import Sandbox, layers
 from evalkit.sandbox.tools import ToolSandbox, ToolSandboxError
 from evalkit.taskapi.agent import ToolEnv
 
@@ -178,4 +178,4 @@ def test_userns_mode_with_an_interpreter_nobody_can_reach_fails_and_auto_takes_r
 
 def test_unknown_layer_is_named():
     with pytest.raises(ValueError, match="bwrap-userns, bwrap-rootns, unshare, none"):
-        executor._candidates("bwrap-fast")
+        layers._candidates("bwrap-fast")
