@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -108,7 +109,7 @@ def hub(tmp_path_factory, shared_data):
     pytest.importorskip("lm_eval")
     root = tmp_path_factory.mktemp("hub")
     for name in ("bbh", "ifeval", "math"):
-        subprocess.run(["python", "-m", "evalkit.tasks.lm_eval_catalog.hub_layouts", name, str(shared_data),
+        subprocess.run([sys.executable, "-m", "evalkit.tasks.lm_eval_catalog.hub_layouts", name, str(shared_data),
                         str(root / name)], check=True, capture_output=True)
     return root
 
