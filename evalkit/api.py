@@ -115,6 +115,8 @@ def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, N
         raise TypeError(f"evalkit.evaluate: unknown option(s) {', '.join(unknown)}; known: {', '.join(OPTIONS)}")
     config = _config(tasks, limit, options)
     task_runs = load_tasks(config)  # data errors before any model work
+    from evalkit.run.judge_phase import check
+    check(task_runs, options.get("judge"), "judge=...")
     model_args = dict(options.get("model_args") or {})
     from evalkit.scoring.thinking import pop_options
     thinking = pop_options(model_args)   # trace markers (think_start=...) are the run's, not the backend's

@@ -205,7 +205,8 @@ def register(sub):
     p.add_argument("--user-model-args", default="", metavar="K=V,...",
                    help="backend options of --user-model, as --model-args")
     p.add_argument("--judge", default=None, metavar="BACKEND:MODEL",
-                   help="a judge model for tasks that ask one about their answers (tau2_*: the tasks' "
+                   help="a judge model for tasks that ask one about their answers (judged metrics: arena_hard_v2, "
+                        "alpaca_eval, healthbench, writingbench, ...; tau2_*: the tasks' "
                         "natural-language assertions, as tau2-bench judges them), any --model spec; named in "
                         "the record, cached on its own")
     p.add_argument("--judge-args", default="", metavar="K=V,...", help="backend options of --judge, as --model-args")
@@ -246,6 +247,8 @@ def run(args):
     if judge_spec:
         validation.check_model_args(split_spec(judge_spec)[0], judge_args)
     task_runs = load_tasks(config)  # data errors surface before the model loads
+    from evalkit.run import judge_phase
+    judge_phase.check(task_runs, judge_spec)
     if getattr(args, "write_out", False):
         return write_out(config, task_runs)
     cache = open_cache(args)

@@ -1,23 +1,54 @@
 """The judge phase of a run (``--judge SPEC``): after the answer phase, tasks that ask a judge model
-about their answers (``Task.judge_requests``: τ²-bench's natural-language assertions) get their
-requests answered by the judge's own engine, cached under the judge's identity, and the answers
-reach scoring as ``RunContext.judgments``. Tasks that ask nothing are untouched; a run without a
-judge scores them without judgments."""
+about their answers (their judged metrics, ``evalkit.taskapi.judged``: Arena-Hard's pairwise games,
+HealthBench's rubric items, ...; or their own ``Task.judge_requests``: τ²-bench's natural-language
+assertions) get their requests answered by the judge's own engine, cached under the judge's
+identity, and the answers reach scoring as ``RunContext.judgments``. The judge reads the same answer
+scoring does: generated text split into trace and answer first (``evalkit.run.traces``). Tasks that
+ask nothing are untouched; a task with judged metrics needs a judge (``check``, before any model
+loads); τ²-bench scores without one."""
 from __future__ import annotations
 
 import dataclasses
 
+from evalkit.run import traces
+from evalkit.scoring.thinking import ThinkingConfig
+from evalkit.taskapi import judged
 from evalkit.taskapi.task import Task
+
+
+class JudgeMissing(ValueError):
+    pass
+
+
+def check(task_runs, judge_spec, flag: str = "--judge BACKEND:MODEL") -> None:
+    """One line, before any model loads, when a task has judged metrics and the run no judge."""
+    if judge_spec:
+        return
+    need = [tr.task.name for tr in task_runs if judged.metrics_of(tr.task)]
+    if need:
+        names = sorted({m.name for tr in task_runs for m in judged.metrics_of(tr.task)})
+        raise JudgeMissing(f"task(s) {', '.join(need)} report judged metrics ({', '.join(names)}): name a judge "
+                           f"model with {flag} (any model spec, e.g. vllm:smollm2-135m)")
+
+
+def _asks(task) -> bool:
+    return type(task).judge_requests is not Task.judge_requests or bool(judged.metrics_of(task))
 
 
 def judge_requests(p, answers: dict) -> list:
     """Every task's judge requests for its docs' answers (one list for the whole run)."""
+    cfg = ThinkingConfig.from_options(p.config.thinking)
+    probe = traces.PrefillProbe(cfg, p.ctx.render_chat)
     out = []
     for tr in p.task_runs:
-        if type(tr.task).judge_requests is Task.judge_requests:
+        if not _asks(tr.task):
             continue
-        for doc, reqs in zip(tr.docs, tr.requests):
-            out += tr.task.judge_requests(doc, [answers[r.key()] for r in reqs], p.ctx)
+        per_doc = [[answers[r.key()] for r in reqs] for reqs in tr.requests]
+        if tr.task.output_type == "generate":
+            prefilled = probe(tr.requests) if cfg.prefilled is None else None
+            per_doc, _ = traces.split_answers(per_doc, cfg, prefilled)
+        for doc, responses in zip(tr.docs, per_doc):
+            out += tr.task.judge_requests(doc, responses, p.ctx)
     return out
 
 

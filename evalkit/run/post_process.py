@@ -21,6 +21,7 @@ from typing import Callable, Optional, Sequence
 from evalkit.records import TaskEntry, hashes, samples_filename
 from evalkit.run import checks as run_checks
 from evalkit.run.config import RunConfig
+from evalkit.taskapi import judged
 from evalkit.taskapi.task import Sample, Task
 
 
@@ -54,6 +55,8 @@ def task_entry(task: Task, samples: list[Sample], config: RunConfig, indices: Op
         for row, k in zip(rows, indices):
             row["doc_index"] = k
     extra = dict(task.run_extra(samples))
+    if judged.metrics_of(task):  # the judge's reliability beside the judged figures
+        extra["judge"] = judged.reliability(task, samples)
     if appended.info:
         extra["evaluate"] = appended.info
     entry = entry_of(task, samples, rows, metrics, task.breakdowns(samples), extra,

@@ -2,7 +2,8 @@
 task's ``Sample``s, nothing aggregated yet (that is ``evalkit.run.post_process``).
 
 Generated text is split into reasoning trace and answer first (``evalkit.run.traces``), so tasks
-score the answer, and each sample records what the split found. ``evaluate``, ``parity`` and
+score the answer, and each sample records what the split found. A task's judged metrics
+(``evalkit.taskapi.judged``) then read the judge's replies to the same answers. ``evaluate``, ``parity`` and
 ``rescore`` (saved predictions, no answer phase) all score through ``score_docs``.
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Callable, Optional, Sequence
 
 from evalkit.run import traces
 from evalkit.scoring.thinking import ThinkingConfig
+from evalkit.taskapi import judged
 from evalkit.taskapi.task import RunContext, Sample, Task
 
 
@@ -30,10 +32,10 @@ def score_docs(task: Task, docs: Sequence, responses: Sequence[list], ctx: RunCo
     """The task's samples from each doc's responses; generated text is split into trace and answer
     first (``thinking``: the run's trace options) and the split is recorded in each sample."""
     if task.output_type != "generate":
-        return task.score_all(docs, responses, ctx)
+        return judged.apply(task, docs, responses, task.score_all(docs, responses, ctx), ctx.judgments)
     cfg = ThinkingConfig.from_options(thinking)
     responses, seps = traces.split_answers(list(responses), cfg, prefilled)
-    samples = task.score_all(docs, responses, ctx)
+    samples = judged.apply(task, docs, responses, task.score_all(docs, responses, ctx), ctx.judgments)
     traces.annotate(samples, seps, count_tokens)
     return samples
 

@@ -27,7 +27,8 @@ What a task may override (every hook has a default on ``Task``):
 ``score_texts``             generation: all completions of a doc (n > 1) -> ``Scored``
 ``score_batch``             generation: all docs at once (worker pools, sandboxes)
 ``score`` / ``score_all``   other shapes: responses -> ``Sample``
-``judge_requests``          requests for the run's judge model (``--judge``) about a doc's answers
+``judged``                  what a judge model computes (``--judge``; ``evalkit.taskapi.judged``)
+``judge_requests``          requests for the run's judge model (default: what ``judged`` asks)
 ``metrics``                 ``Metric``/``MetricGroup`` objects (direction, sample or corpus level)
 ``breakdowns``              per-group results (subjects, levels)
 ``run_extra``               task-level figures for the record's ``extra``
@@ -43,6 +44,7 @@ import math
 from typing import Callable, ClassVar, Optional, Sequence
 
 from evalkit.scoring import metric as _metric
+from evalkit.taskapi import judged as _judged
 from evalkit.taskapi.data import DataSource
 from evalkit.taskapi.prompts import Prompting
 from evalkit.taskapi.items import _UNSET, Doc, RunContext, Sample, Scored, content_hash, make_sample  # noqa: F401
@@ -78,6 +80,7 @@ class Task(Prompting):
     output_type: ClassVar[str] = "generate"
     #: what the task reports: ``Metric`` and ``MetricGroup`` objects, checked against the samples
     metrics: ClassVar[tuple] = ()
+    judged: ClassVar[tuple] = ()  # what a judge model computes (evalkit.taskapi.judged; needs --judge)
     #: shorthands kept for task files written before ``metrics``: {name: bool}, {name: compute}
     higher_is_better: ClassVar[dict] = {}
     corpus_metrics: ClassVar[dict] = {}
@@ -131,8 +134,9 @@ class Task(Prompting):
     def judge_requests(self, doc: Doc, responses: list, ctx: RunContext) -> list:
         """Requests for the run's judge model (``--judge``) about one doc's answers, made after the
         answer phase (default: none). Their answers reach scoring as ``ctx.judgments`` (by request
-        key); a run without ``--judge`` has none, and the task scores without them."""
-        return []
+        key); a run without ``--judge`` has none, and the task scores without them. Default: what the
+        task's judged metrics ask (``evalkit.taskapi.judged``)."""
+        return _judged.requests(self, doc, responses)
 
     def score(self, doc: Doc, responses: list, ctx: RunContext):
         """One doc's values from its responses: a ``Scored`` (or a plain metrics dict); the framework
@@ -180,7 +184,8 @@ class Task(Prompting):
     def metric_declarations(self) -> tuple:
         """What the task declares: its ``metrics`` and the entries of the older class dicts, and the
         repeat figures (avg@K, pass@k, pass^k, maj@K) its samples carried when scored with K samples."""
-        own = _metric.declarations(self.metrics, self.higher_is_better, self.corpus_metrics, self.name)
+        own = _metric.declarations((*self.metrics, *_judged.declarations_of(self)), self.higher_is_better,
+                                   self.corpus_metrics, self.name)
         return (*own, *self.repeat_declarations())
 
     def repeat_declarations(self, samples: Optional[Sequence] = None) -> tuple:
@@ -188,8 +193,9 @@ class Task(Prompting):
         record's declarations (``evalkit.taskapi.repeats``)."""
         if samples is not None:
             from evalkit.taskapi.repeats import declarations
-            own = {n for d in _metric.declarations(self.metrics, self.higher_is_better, self.corpus_metrics,
-                                                   self.name) for n in d.names}
+            own = {n for d in _metric.declarations((*self.metrics, *_judged.declarations_of(self)),
+                                                   self.higher_is_better, self.corpus_metrics, self.name)
+                   for n in d.names}
             self._repeat_decl = declarations(samples, own)
         return self.__dict__.get("_repeat_decl", ())
 
@@ -199,7 +205,7 @@ class Task(Prompting):
 
     def metric_objects(self, samples: Sequence[Sample], appended: Sequence = ()) -> list:
         """The metrics these samples report, in record order, checked (``evalkit.scoring.metric.resolve``)."""
-        extra = self.repeat_declarations(samples)
+        extra = (*_judged.declarations_of(self), *self.repeat_declarations(samples))
         return _metric.resolve((*self.metrics, *extra) if extra else self.metrics, samples, self.higher_is_better, self.corpus_metrics, task=self.name,
                                appended=appended or self.__dict__.get("_appended", ()), strict=self.declares_metrics(),
                                own_aggregate=type(self).aggregate is not Task.aggregate)
@@ -207,7 +213,7 @@ class Task(Prompting):
     def declares_metrics(self) -> bool:
         """Whether the task declares its own ``metrics``: then every sample metric must be declared.
         Tasks that only inherit a shape's defaults or use the older dicts get a warning instead."""
-        return bool(self.metrics) and self.metrics is not MultipleChoiceTask.metrics
+        return (bool(self.metrics) and self.metrics is not MultipleChoiceTask.metrics) or bool(_judged.metrics_of(self))
 
     def aggregate(self, samples: Sequence[Sample], seed: int, appended: Sequence = ()) -> dict[str, MetricValue]:
         """Every metric over the samples, with its CI (samples are only read). ``appended``: the run's

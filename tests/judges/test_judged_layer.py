@@ -1,0 +1,111 @@
+"""The judge layer (``evalkit.taskapi.judged``): a user's task declares a judged metric in a few lines,
+the run's ``--judge`` answers it through its own backend and cache, and the record carries the values,
+the verdicts, the parse failures, the prompt hash and the judge's reliability figures. Played with a
+scripted judge behind a local OpenAI-compatible server."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from _scripted_judge import ScriptedServer
+
+pytestmark = pytest.mark.server
+
+TASK = '''
+from evalkit.scoring.metric import Metric
+from evalkit.taskapi.data import DataSource
+from evalkit.taskapi.judged import JudgeAsk, JudgedMetric
+from evalkit.taskapi.task import Doc, GenerationTask, register_task
+
+
+class Politeness(JudgedMetric):
+    """Pointwise: is the answer polite? (a rubric of one line)"""
+    name, kind = "polite", "pointwise"
+
+    def asks(self, doc, answer):
+        return [JudgeAsk("rubric", (("user", f"Is this polite? Answer [[YES]] or [[NO]].\\n{answer}"),), 16)]
+
+    def parse(self, ask, text):
+        return {"[[YES]]": 1.0, "[[NO]]": 0.0}.get(text.strip())
+
+    def values(self, doc, answer, verdicts):
+        v = verdicts["rubric"]
+        return {"polite": 0.0 if v is None else v}
+
+    def declarations(self):
+        return (Metric("polite"),)
+
+
+@register_task
+class Greet(GenerationTask):
+    name = "greet_judged"
+    dataset = DataSource(local_files={"test": ["test.jsonl"]})
+    metrics = (Metric("nonempty"),)
+    judged = (Politeness(),)
+
+    def record_to_doc(self, record, index):
+        return Doc(id=str(index), query=record["q"], target="")
+
+    def score_text(self, doc, text):
+        return {"nonempty": float(bool(text.strip()))}
+'''
+
+
+def answerer_and_judge(messages):
+    text = messages[-1]["content"]
+    if text.startswith("Is this polite?"):
+        answer = text.split("\n", 1)[1]
+        return "[[YES]]" if "please" in answer else ("garbled" if "??" in answer else "[[NO]]")
+    return {"greet a": "hello please", "greet b": "go away", "greet c": "??"}[text.strip()]
+
+
+@pytest.fixture
+def user_task(tmp_path):
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "greet.py").write_text(TASK)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "test.jsonl").write_text("".join(json.dumps({"q": f"greet {c}"}) + "\n" for c in "abc"))
+    return tmp_path
+
+
+def _run(tmp, srv, *extra):
+    cmd = [sys.executable, "-m", "evalkit", "run", "--model", srv.spec(), "--model-args", f"base_url={srv.base_url}",
+           "--include-path", str(tmp / "tasks"), "--tasks", "greet_judged", "--data", f"greet_judged={tmp / 'data'}",
+           "--apply-chat-template", "--output", str(tmp / "out"), "--cache-dir", str(tmp / "cache"), *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+
+def test_a_user_task_declares_a_judged_metric(user_task):
+    with ScriptedServer(answerer_and_judge) as srv:
+        r = _run(user_task, srv, "--judge", srv.spec(), "--judge-args", f"base_url={srv.base_url}")
+        assert r.returncode == 0, r.stderr
+        judge_calls = [b for b in srv.bodies if b["messages"][-1]["content"].startswith("Is this polite?")]
+        assert len(judge_calls) == 3 and all(b.get("temperature", 0) == 0 for b in judge_calls)
+        run_dir = next((user_task / "out").iterdir())
+        rec = json.loads((run_dir / "run.json").read_text())
+        task = rec["tasks"]["greet_judged"]
+        assert task["metrics"]["polite"]["value"] == pytest.approx(1 / 3)
+        assert rec["judge"]["spec"] == srv.spec() and rec["judge_engine"]["computed"] == 3
+        rel = task["extra"]["judge"]["polite"]
+        assert rel == {"kind": "pointwise", "asks": 3, "parse_failures": 1, "parse_failure_rate": pytest.approx(1 / 3)}
+        rows = [json.loads(x) for x in next(run_dir.glob("samples_greet_judged*.jsonl")).read_text().splitlines()]
+        by = {r["responses"][0]: r["extra"]["judged"]["polite"] for r in rows}
+        assert by["hello please"]["verdicts"] == {"rubric": 1.0} and by["??"]["parse_failures"] == ["rubric"]
+        assert len(by["go away"]["prompt_sha256"]) == 64
+
+        # a rerun asks the judge nothing: its answers are cached under its own identity
+        n = len(srv.bodies)
+        r = _run(user_task, srv, "--judge", srv.spec(), "--judge-args", f"base_url={srv.base_url}")
+        assert r.returncode == 0, r.stderr
+        assert len(srv.bodies) == n
+
+
+def test_judged_metrics_need_a_judge_before_any_model_loads(user_task):
+    r = _run(user_task, type("S", (), {"spec": lambda self: "openai:nothing", "base_url": "http://127.0.0.1:9/v1"})())
+    assert r.returncode != 0
+    lines = [x for x in r.stderr.strip().splitlines() if x]
+    assert len(lines) == 1 and "greet_judged" in lines[0] and "polite" in lines[0] and "--judge" in lines[0]
+    assert "Traceback" not in r.stderr
