@@ -1,7 +1,7 @@
 """A scripted judge (and answerer) behind a local OpenAI-compatible server on 127.0.0.1.
 
 ``ScriptedServer(script)`` answers every chat request with ``script(messages) -> str`` (``messages``:
-the request's list of ``{"role", "content"}``), so a test decides each verdict from the prompt it
+the request's list of ``{"role", "content"}``; a completion request's prompt comes as one user message), so a test decides each verdict from the prompt it
 sees: the tests of the judged benchmarks play a judge this way through evalkit's real ``openai:``
 backend, then compare every figure with the benchmark's reference code. The request bodies are kept
 (``bodies``) for checks on what the judge was sent.
@@ -46,16 +46,18 @@ class ScriptedServer:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 with server.lock:
                     server.bodies.append(body)
-                if "messages" not in body:
-                    return self._send(400, {"error": {"message": "the scripted server answers chat requests only"}})
+                chat = "messages" in body
+                messages = body["messages"] if chat else [{"role": "user", "content": str(body.get("prompt", ""))}]
                 try:
-                    text = server.script(body["messages"])
+                    text = server.script(messages)
                 except Exception as e:  # a broken script is the test's failure, not a hang
                     return self._send(500, {"error": {"message": f"script failed: {e!r}"}})
                 n = int(body.get("n") or 1)
-                choices = [{"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-                           for i in range(n)]
-                self._send(200, {"object": "chat.completion", "model": server.model, "choices": choices,
+                choices = [{"index": i, "finish_reason": "stop",
+                            **({"message": {"role": "assistant", "content": text}} if chat else
+                               {"text": text, "logprobs": None})} for i in range(n)]
+                self._send(200, {"object": "chat.completion" if chat else "text_completion", "model": server.model,
+                                 "choices": choices,
                                  "usage": {"prompt_tokens": 1, "completion_tokens": len(text.split())}})
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -140,3 +140,62 @@ def test_judge_max_tokens_sets_every_judge_reply_length(user_task):
     r = _run(user_task, type("S", (), {"spec": lambda self: "openai:x", "base_url": "http://127.0.0.1:9/v1"})(),
              "--task-args", "greet_judged:judge_max_tokenz=7", "--judge", "openai:x")
     assert r.returncode != 0 and "judge_max_tokens" in r.stderr and "Traceback" not in r.stderr
+
+
+CATALOG_TASK = '''
+from evalkit.scoring.metric import Metric
+from evalkit.taskapi import registry
+from evalkit.taskapi.judged import JudgeAsk, JudgedMetric
+from evalkit.taskapi.task import register_task
+
+
+class Shows(JudgedMetric):
+    name, kind = "shows_work", "reference"
+
+    def asks(self, doc, answer):
+        return [JudgeAsk("check", (("user", f"Does this show its work? [[YES]]/[[NO]]\\n{answer}"),), 16)]
+
+    def parse(self, ask, text):
+        return {"[[YES]]": 1.0, "[[NO]]": 0.0}.get(text.strip())
+
+    def values(self, doc, answer, verdicts):
+        return {"shows_work": verdicts["check"] or 0.0}
+
+    def declarations(self):
+        return (Metric("shows_work"),)
+
+
+@register_task
+class Gsm8kShows(registry.get_task_class("lm-eval:gsm8k")):
+    name = "gsm8k_shows_work"
+    lm_eval_name = "gsm8k"
+    judged = (Shows(),)
+'''
+
+
+def test_a_catalog_task_gains_a_judged_metric_in_a_task_file(tmp_path):
+    pytest.importorskip("lm_eval")
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "shows.py").write_text(CATALOG_TASK)
+    data = tmp_path / "data"
+    data.mkdir()
+    for split in ("train", "test"):
+        (data / f"{split}.jsonl").write_text("".join(json.dumps({"question": f"What is {i} + 2?", "answer": f"so\n#### {i + 2}"})
+                                                     + "\n" for i in range(3)))
+
+    def script(messages):
+        text = messages[-1]["content"]
+        if text.startswith("Does this show its work?"):
+            return "[[YES]]" if "because" in text else "[[NO]]"
+        return "2 + 2 = 4 because I added\n#### 4" if "What is 2 + 2?" in text.rsplit("Question:", 1)[-1] else "#### 9"
+
+    with ScriptedServer(script) as srv:
+        cmd = [sys.executable, "-m", "evalkit", "run", "--model", srv.spec(), "--model-args", f"base_url={srv.base_url}",
+               "--include-path", str(tmp_path / "tasks"), "--tasks", "gsm8k_shows_work", "--data",
+               f"gsm8k_shows_work={data}", "--output", str(tmp_path / "out"), "--judge", srv.spec(),
+               "--judge-args", f"base_url={srv.base_url}", "--num-fewshot", "0"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(next((tmp_path / "out").glob("*/run.json")).read_text())
+    m = rec["tasks"]["gsm8k_shows_work"]["metrics"]
+    assert m["shows_work"]["value"] == pytest.approx(1 / 3) and m["exact_match,strict-match"]["value"] == pytest.approx(1 / 3)
