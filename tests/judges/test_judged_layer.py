@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -199,3 +200,29 @@ def test_a_catalog_task_gains_a_judged_metric_in_a_task_file(tmp_path):
     rec = json.loads(next((tmp_path / "out").glob("*/run.json")).read_text())
     m = rec["tasks"]["gsm8k_shows_work"]["metrics"]
     assert m["shows_work"]["value"] == pytest.approx(1 / 3) and m["exact_match,strict-match"]["value"] == pytest.approx(1 / 3)
+
+
+def test_the_readmes_judged_task_runs_as_written(tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
+    from test_readme_tasks import readme_task_files
+    (tmp_path / "mytasks").mkdir()
+    (tmp_path / "mytasks" / "advice.py").write_text(readme_task_files()[2])
+    (tmp_path / "advice.jsonl").write_text("".join(json.dumps({"question": q}) + "\n" for q in ("How do I sleep better?",
+                                                                                              "Is coffee bad?")))
+
+    def script(messages):
+        text = messages[-1]["content"]
+        if "Rate the answer's helpfulness" in text:
+            return "Clear and kind. [[10]]" if "routine" in text else "Unhelpful. [[1]]"
+        return "Keep a routine." if "sleep" in text else "Ask someone."
+
+    with ScriptedServer(script) as srv:
+        cmd = [sys.executable, "-m", "evalkit", "run", "--model", srv.spec(), "--model-args", f"base_url={srv.base_url}",
+               "--include-path", str(tmp_path / "mytasks"), "--tasks", "advice", "--data",
+               f"advice={tmp_path / 'advice.jsonl'}", "--apply-chat-template", "--judge", srv.spec(), "--judge-args",
+               f"base_url={srv.base_url}", "--output", str(tmp_path / "out")]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(next((tmp_path / "out").glob("*/run.json")).read_text())
+    assert rec["tasks"]["advice"]["metrics"]["helpful"]["value"] == pytest.approx(0.5)
+    assert rec["tasks"]["advice"]["extra"]["judge"]["helpful"]["parse_failures"] == 0

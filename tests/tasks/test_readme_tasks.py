@@ -16,7 +16,7 @@ def readme_task_files() -> list[str]:
     section = text[text.index("## Writing a task"):]
     section = section[:section.index("\n## ", 3)]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert len(blocks) == 2, "the README shows a multiple-choice and a generation task"
+    assert len(blocks) == 3, "the README shows a multiple-choice task, a generation task and a judged metric"
     return blocks
 
 
@@ -25,7 +25,7 @@ def test_readme_task_examples_run_end_to_end(tmp_path, tiny_model_dir, cache_dir
 
     tasks = tmp_path / "mytasks"
     tasks.mkdir()
-    mc, gen = readme_task_files()
+    mc, gen, _judged = readme_task_files()  # the judged one: tests/judges/test_judged_layer.py
     (tasks / "capitals.py").write_text(mc)
     (tasks / "arithmetic.py").write_text(gen)
     caps = tmp_path / "capitals.jsonl"
