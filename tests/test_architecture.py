@@ -117,6 +117,8 @@ LOWER_IS_BETTER = {"word_perplexity", "byte_perplexity", "bits_per_byte", "ter",
                    "turns", "tool_calls", "tokens", "invalid_call_format", "tool_errors",
                    # τ²-bench's failure breakdown (tasks/tau2)
                    "fail_premature", "fail_db", "fail_communicate",
+                   # SimpleQA-style graded correctness (tasks/judged/simpleqa.py)
+                   "is_incorrect", "is_not_attempted",
                    # τ²-bench telecom's (dual control): its breakdown and the customer's own tool calls
                    "fail_env_assertion", "fail_action", "user_tool_calls"}
 

