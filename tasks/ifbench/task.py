@@ -28,26 +28,18 @@ from __future__ import annotations
 
 from typing import ClassVar, Optional
 
-from evalkit.scoring.metric import Metric, MetricGroup
-from evalkit.scoring.stats import mean_metric
-from evalkit.taskapi.chat_turn import ChatTurnTask
-from evalkit.taskapi.data import DataError, DataSource, FieldError
+from evalkit.taskapi.data import DataError, DataSource
 from evalkit.taskapi.requests import GenParams
-from evalkit.taskapi.task import Doc, Scored, register_task
+from evalkit.taskapi.task import Doc, register_task
 from evalkit.tasks.ifbench import data
 from evalkit.tasks.ifbench.checkers import CHECKERS, NEEDS_TAGGER, check_args, verdicts
-from evalkit.tasks.ifeval.task import INST_NAMES, _inst_items, _inst_means  # IFEval's instruction-level figures
+from evalkit.tasks.ifeval import task as ifeval_task  # IFEval's records, scoring, figures and breakdowns
 from evalkit.util.extras import MissingExtra
 
 
 def record_to_doc(record: dict, index: int) -> Doc:
-    prompt, ids, args = data.record_fields(record)
-    for iid, a in zip(ids, args):
-        problem = check_args(iid, a)
-        if problem:
-            raise FieldError("instruction_id_list" if problem.startswith("unknown") else "kwargs", problem)
-    key = record.get("key", index)
-    return Doc(id=str(key), query=prompt, target=None, meta={"instruction_ids": ids, "kwargs": args})
+    """An IFBench record (IFEval's format) as a doc, its instructions checked against AI2's kinds."""
+    return ifeval_task.record_to_doc(record, index, check=check_args)
 
 
 def dropped_ids(option) -> tuple:
@@ -73,21 +65,17 @@ def require_checker_packages(docs) -> None:
     problem = text.tagger_problem() if needing else ""
     if problem:
         raise MissingExtra(f"task ifbench: {needing} prompt(s) ask for words:start_verb, and {problem}; "
-                           "or leave them out with --task-args ifbench.drop=words:start_verb")
+                           "or leave them out with --task-args ifbench:drop=words:start_verb")
 
 
 @register_task
-class IFBench(ChatTurnTask):
+class IFBench(ifeval_task.IFEval):
     name = "ifbench"
     family = "ifbench"
     description = "IFBench: 294 prompts with 57 kinds of new verifiable constraints; prompt- and instruction-level"
     version = "1"
     dataset = DataSource(local_reader=data.read)
-    eval_split = "test"
-    num_fewshot = 0
     gen_params = GenParams(max_tokens=4096, temperature=0.0)
-    metrics = (Metric("prompt_level_strict_acc"), Metric("prompt_level_loose_acc"),
-               MetricGroup("inst_level", INST_NAMES, compute=_inst_means, items=_inst_items))
     known_options: ClassVar[tuple] = ("chat", "drop")
 
     def __init__(self, data_path: Optional[str] = None, **options):
@@ -117,28 +105,9 @@ class IFBench(ChatTurnTask):
     def record_to_doc(self, record, index):
         return record_to_doc(record, index)
 
-    def doc_to_text(self, doc):
-        return doc.query
-
-    def build_prompt_text(self, doc, ctx):
-        return doc.query
-
-    def score_text(self, doc, text):
-        strict, loose = verdicts(doc.meta["instruction_ids"], doc.meta["kwargs"], text)
-        return Scored({"prompt_level_strict_acc": float(all(strict)), "prompt_level_loose_acc": float(all(loose))},
-                      extra={"instruction_ids": list(doc.meta["instruction_ids"]),
-                             "inst_level_strict_acc": strict, "inst_level_loose_acc": loose})
-
-    def breakdowns(self, samples):
-        per = {}
-        for s in samples:
-            for iid, st, lo in zip(s.extra["instruction_ids"], s.extra["inst_level_strict_acc"],
-                                   s.extra["inst_level_loose_acc"]):
-                for group in (f"instruction:{iid}", f"category:{iid.split(':')[0]}"):
-                    st_list, lo_list = per.setdefault(group, ([], []))
-                    st_list.append(float(st))
-                    lo_list.append(float(lo))
-        return {g: {"strict": mean_metric(st), "loose": mean_metric(lo)} for g, (st, lo) in sorted(per.items())}
+    def verdicts(self, ids, kwargs, text) -> tuple:
+        """(strict, loose) verdicts of each instruction: evalkit's IFBench checkers."""
+        return verdicts(ids, kwargs, text)
 
     def run_extra(self, samples):
         extra = dict(super().run_extra(samples))

@@ -39,7 +39,9 @@ DATA = DataSource(hub_path="google/IFEval", hub_splits={"test": "train"},
 INST_NAMES = ("inst_level_strict_acc", "inst_level_loose_acc")
 
 
-def record_to_doc(record: dict, index: int) -> Doc:
+def record_fields(record: dict) -> tuple:
+    """(prompt, instruction ids, their arguments without nulls) of an IFEval-format record (IFEval's and
+    IFBench's), or FieldError naming the field."""
     prompt = record.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise FieldError("prompt", "should be a non-empty string")
@@ -48,9 +50,13 @@ def record_to_doc(record: dict, index: int) -> Doc:
         raise FieldError("instruction_id_list", "should be a non-empty list of instruction ids")
     if not isinstance(kwargs, list) or len(kwargs) != len(ids) or not all(isinstance(k, dict) for k in kwargs):
         raise FieldError("kwargs", f"should be a list of {len(ids)} objects, one per instruction")
-    args = [{k: v for k, v in a.items() if v is not None} for a in kwargs]  # the hub's rows pad with nulls
+    return prompt, ids, [{k: v for k, v in a.items() if v is not None} for a in kwargs]  # the hub pads with nulls
+
+
+def record_to_doc(record: dict, index: int, check=check_args) -> Doc:
+    prompt, ids, args = record_fields(record)
     for iid, a in zip(ids, args):
-        problem = check_args(iid, a)
+        problem = check(iid, a)
         if problem:
             raise FieldError("instruction_id_list" if problem.startswith("unknown") else "kwargs", problem)
     key = record.get("key", index)
@@ -89,8 +95,12 @@ class IFEval(ChatTurnTask):
     def build_prompt_text(self, doc, ctx):
         return doc.query
 
+    def verdicts(self, ids, kwargs, text) -> tuple:
+        """(strict, loose) verdicts of each instruction on the response (IFEval's checkers)."""
+        return verdicts(ids, kwargs, text)
+
     def score_text(self, doc, text):
-        strict, loose = verdicts(doc.meta["instruction_ids"], doc.meta["kwargs"], text)
+        strict, loose = self.verdicts(doc.meta["instruction_ids"], doc.meta["kwargs"], text)
         return Scored({"prompt_level_strict_acc": float(all(strict)), "prompt_level_loose_acc": float(all(loose))},
                       extra={"instruction_ids": list(doc.meta["instruction_ids"]),
                              "inst_level_strict_acc": strict, "inst_level_loose_acc": loose})

