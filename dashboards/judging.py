@@ -2,14 +2,14 @@
 model that scored it and its reliability figures, from the record (the run's ``judge`` and the task's
 ``extra.judge``, written by ``evalkit.taskapi.judged.reliability``): parse failures (the share of
 judge replies with no verdict) and, for pairwise metrics, position-swap consistency (the share of
-games whose two orders agreed). Empty for tasks without judged metrics. Reads records only."""
+games whose two orders agreed), and with a second judge how often the two agreed. Empty for tasks without judged metrics. Reads records only."""
 from __future__ import annotations
 
 from typing import Optional
 
 import pandas as pd
 
-COLUMNS = ("judge", "judge asks", "judge parse failures", "swap consistency")
+COLUMNS = ("judge", "judge asks", "judge parse failures", "swap consistency", "judges agree")
 
 
 def judge_name(record) -> Optional[str]:
@@ -49,6 +49,7 @@ def judge_columns(store, sel: pd.DataFrame, metric: Optional[str] = None) -> pd.
         out["judge asks"].append((fig or {}).get("asks"))
         out["judge parse failures"].append((fig or {}).get("parse_failure_rate"))
         out["swap consistency"].append((fig or {}).get("swap_consistency"))
+        out["judges agree"].append((fig or {}).get("agreement"))
     frame = pd.DataFrame(out, index=sel.index)
     keep = [c for c in COLUMNS if frame[c].notna().any()]
     return frame[keep]

@@ -51,7 +51,7 @@ def render(store, filters: tables.Filters) -> None:
         "value": st.column_config.NumberColumn(f"{metric} {arrow}", format="%.4g"),
         **{c: st.column_config.NumberColumn(c, format="percent") for c in shares},
         **{c: st.column_config.NumberColumn(c, format="percent") for c in judge.columns
-           if c in ("judge parse failures", "swap consistency")}})
+           if c in ("judge parse failures", "swap consistency", "judges agree")}})
     if len(judge.columns):
         st.caption("Judged score: the judge model that gave it, its replies with no verdict (parse failures) and, "
                    "pairwise, the share of games whose two orders agreed (position-swap consistency)")

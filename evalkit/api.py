@@ -14,7 +14,7 @@ Options are ``evalkit run``'s, by their Python names: ``num_fewshot``, ``seed``,
 ``fewshot_data``, ``task_args`` ({task: {k: v}}), ``gen_kwargs``, ``user_model`` (the simulated
 user of agent tasks such as τ²-bench, any ``model`` form; default the model itself) and ``user_model_args``,
 ``judge`` (a judge model for tasks that ask one, e.g. τ²-bench's natural-language assertions) and
-``judge_args``, ``repeats`` (K samples per problem, as
+``judge_args``, ``second_judge``/``second_judge_args`` (a second judge for the judges' agreement), ``repeats`` (K samples per problem, as
 ``gen_kwargs={"n": K}``), ``thinking_budgets`` ([256, 512, ...]: accuracy against thinking budget
 from one trace, ``evalkit.run.budget_forcing``) and ``forced_answer_tokens``, ``shard`` ((i, n)), ``tags``,
 ``include_path``, ``output`` (results folder; None: write no record), ``cache_dir``, ``cache``
@@ -33,7 +33,7 @@ from typing import Optional, Sequence, Union
 OPTIONS = ("num_fewshot", "seed", "apply_chat_template", "fewshot_as_multiturn", "system_prompt", "data",
            "fewshot_data", "task_args", "gen_kwargs", "shard", "tags", "include_path", "output", "cache_dir",
            "cache", "progress", "model_args", "tokenizer", "tool_parser", "repeats", "user_model", "user_model_args",
-           "thinking_budgets", "forced_answer_tokens", "judge", "judge_args")
+           "thinking_budgets", "forced_answer_tokens", "judge", "judge_args", "second_judge", "second_judge_args")
 
 
 def _is_vllm_llm(obj) -> bool:
@@ -116,7 +116,7 @@ def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, N
     config = _config(tasks, limit, options)
     task_runs = load_tasks(config)  # data errors before any model work
     from evalkit.run.judge_phase import check
-    check(task_runs, options.get("judge"), "judge=...")
+    check(task_runs, options.get("judge"), "judge=...", second_spec=options.get("second_judge"))
     model_args = dict(options.get("model_args") or {})
     from evalkit.scoring.thinking import pop_options
     thinking = pop_options(model_args)   # trace markers (think_start=...) are the run's, not the backend's
@@ -134,7 +134,7 @@ def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, N
         cache.close()
         raise
     extra = {}  # the user model and the judge: (backend, spec, owned)
-    for role in ("user_model", "judge"):
+    for role in ("user_model", "judge", "second_judge"):
         if options.get(role) is None:
             continue
         try:
@@ -147,6 +147,7 @@ def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, N
             raise
     user_backend, user_spec, user_owned = extra.get("user_model", (None, "", False))
     judge_backend, judge_spec, judge_owned = extra.get("judge", (None, "", False))
+    second_backend, second_spec, second_owned = extra.get("second_judge", (None, "", False))
     torch_model = getattr(backend, "_model", None) if not owned else None
     was_training = bool(getattr(torch_model, "training", False))
     if was_training:
@@ -156,13 +157,15 @@ def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, N
                              model_args={k: v for k, v in model_args.items()}, progress=bool(options.get("progress")),
                              task_runs=task_runs, user_backend=user_backend, user_model_spec=user_spec,
                              user_model_args=dict(options.get("user_model_args") or {}), judge_backend=judge_backend,
-                             judge_spec=judge_spec, judge_args=dict(options.get("judge_args") or {}))
+                             judge_spec=judge_spec, judge_args=dict(options.get("judge_args") or {}),
+                             second_judge=(second_backend, second_spec, dict(options.get("second_judge_args") or {}))
+                             if second_backend is not None else None)
     finally:
         if was_training:
             torch_model.train()
         if owned:
             backend.close()
-        for b, own in ((user_backend, user_owned), (judge_backend, judge_owned)):
+        for b, own in ((user_backend, user_owned), (judge_backend, judge_owned), (second_backend, second_owned)):
             if own:
                 b.close()
         cache.close()

@@ -210,6 +210,10 @@ def register(sub):
                         "natural-language assertions, as tau2-bench judges them), any --model spec; named in "
                         "the record, cached on its own")
     p.add_argument("--judge-args", default="", metavar="K=V,...", help="backend options of --judge, as --model-args")
+    p.add_argument("--second-judge", default=None, metavar="BACKEND:MODEL",
+                   help="a second judge asked the same as --judge: judged metrics record how often the two agree "
+                        "(share and Cohen's kappa); the figures stay the first judge's")
+    p.add_argument("--second-judge-args", default="", metavar="K=V,...", help="backend options of --second-judge")
     from evalkit.cli.reasoning_args import add_reasoning_args
     add_reasoning_args(p)
     sinks.add_sink_args(p)
@@ -246,9 +250,13 @@ def run(args):
     judge_args = parse_model_args(getattr(args, "judge_args", ""), "--judge-args") if judge_spec else {}
     if judge_spec:
         validation.check_model_args(split_spec(judge_spec)[0], judge_args)
+    second_spec = getattr(args, "second_judge", None)
+    second_args = parse_model_args(getattr(args, "second_judge_args", ""), "--second-judge-args") if second_spec else {}
+    if second_spec:
+        validation.check_model_args(split_spec(second_spec)[0], second_args, "--second-judge-args")
     task_runs = load_tasks(config)  # data errors surface before the model loads
     from evalkit.run import judge_phase
-    judge_phase.check(task_runs, judge_spec)
+    judge_phase.check(task_runs, judge_spec, second_spec=second_spec)
     if getattr(args, "write_out", False):
         return write_out(config, task_runs)
     cache = open_cache(args)
@@ -258,15 +266,17 @@ def run(args):
         if split_spec(args.model)[0] != "vllm":
             raise ValueError("--lora needs the vllm: backend (one engine serves every adapter)")
         model_args["lora"] = args.lora
-    user_backend = judge_backend = None
+    user_backend = judge_backend = second_backend = None
     try:
         backend = make_backend(args.model, model_args)
         if user_spec:
             user_backend = make_backend(user_spec, user_args)
         if judge_spec:
             judge_backend = make_backend(judge_spec, judge_args)
+        if second_spec:
+            second_backend = make_backend(second_spec, second_args)
     except BaseException:
-        for b in (locals().get("backend"), user_backend):
+        for b in (locals().get("backend"), user_backend, judge_backend):
             if b is not None:
                 b.close()
         cache.close()
@@ -282,10 +292,11 @@ def run(args):
             outs.append(evaluate(view, config, cache, None, model_spec=args.model, model_args=view_args,
                                  task_runs=task_runs, reward_backend=reward_backend, user_backend=user_backend,
                                  user_model_spec=user_spec or "", user_model_args=user_args,
-                                 judge_backend=judge_backend, judge_spec=judge_spec or "", judge_args=judge_args))
+                                 judge_backend=judge_backend, judge_spec=judge_spec or "", judge_args=judge_args,
+                                 second_judge=(second_backend, second_spec, second_args) if second_backend else None))
     finally:
         backend.close()
-        for b in (user_backend, judge_backend):
+        for b in (user_backend, judge_backend, second_backend):
             if b is not None:
                 b.close()
         if reward_backend is not None:

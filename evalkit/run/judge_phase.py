@@ -20,8 +20,11 @@ class JudgeMissing(ValueError):
     pass
 
 
-def check(task_runs, judge_spec, flag: str = "--judge BACKEND:MODEL") -> None:
-    """One line, before any model loads, when a task has judged metrics and the run no judge."""
+def check(task_runs, judge_spec, flag: str = "--judge BACKEND:MODEL", second_spec=None) -> None:
+    """One line, before any model loads, when a task has judged metrics and the run no judge (or a
+    second judge and no first)."""
+    if second_spec and not judge_spec:
+        raise JudgeMissing(f"a second judge ({second_spec}) needs a first one: name it with {flag}")
     if judge_spec:
         return
     need = [tr.task.name for tr in task_runs if judged.metrics_of(tr.task)]
@@ -52,13 +55,15 @@ def judge_requests(p, answers: dict) -> list:
     return out
 
 
-def run(p, answers: dict, judge_backend, cache, progress=True) -> dict:
-    """Answer the run's judge requests with ``judge_backend``; sets ``p.ctx.judgments`` and returns the
-    judge engine's counters (empty when no task asked)."""
+def run(p, answers: dict, judge_backend, cache, progress=True, second: bool = False) -> dict:
+    """Answer the run's judge requests with ``judge_backend``; sets ``p.ctx.judgments`` (with ``second``:
+    ``p.ctx.second_judgments``, a second judge asked the same) and returns the judge engine's counters
+    (empty when no task asked)."""
     from evalkit.run.engine import Engine
     requests = judge_requests(p, answers)
     if not requests:
         return {}
     engine = Engine(judge_backend, cache, progress=progress)
-    p.ctx = dataclasses.replace(p.ctx, judgments=engine.run(requests))
+    got = engine.run(requests)
+    p.ctx = dataclasses.replace(p.ctx, **{"second_judgments" if second else "judgments": got})
     return dict(engine.stats)

@@ -73,13 +73,14 @@ def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "res
              model_spec: str = "", model_args: Optional[dict] = None, progress=True,
              task_runs: Optional[list[TaskRun]] = None, reward_backend=None, user_backend=None,
              user_model_spec: str = "", user_model_args: Optional[dict] = None, judge_backend=None,
-             judge_spec: str = "", judge_args: Optional[dict] = None) -> Run:
+             judge_spec: str = "", judge_args: Optional[dict] = None, second_judge=None) -> Run:
     """Run every task of ``config`` on ``backend``; writes a run record when ``output_dir`` is set.
     ``task_runs`` (from ``load_tasks``) lets a caller load and validate data before the model.
     ``reward_backend`` (a reward model) adds best-of-N figures (``evalkit.run.reward_phase``);
     ``user_backend`` plays the simulated users of agent tasks (τ²-bench; default: the model itself)
     and is named in the record's ``user_model``; ``judge_backend`` answers the tasks' judge requests
-    (``evalkit.run.judge_phase``) and is named in the record's ``judge``.
+    (``evalkit.run.judge_phase``) and is named in the record's ``judge``; ``second_judge`` (backend,
+    spec, args) answers them too, for the judges' agreement, and is named in ``judge["second"]``.
     Returns the typed record (``Run``) with its sample rows as ``run.samples`` ({task: rows}) and
     its folder as ``run.path`` when one was written."""
     t0 = time.time()
@@ -90,10 +91,13 @@ def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "res
         by_budget, forced_info, engine_stats = budget_forcing.run_answers(p, backend, cache, progress)
     else:
         answers, engine_stats = answer(p, backend, cache, progress, user_backend)
-    judge_stats = None
+    judge_stats = second_info = None
     if judge_backend is not None and not config.budget_forcing:
         from evalkit.run import judge_phase
         judge_stats = judge_phase.run(p, answers, judge_backend, cache, progress)
+        if second_judge is not None and judge_stats:
+            second_stats = judge_phase.run(p, answers, second_judge[0], cache, progress, second=True)
+            second_info = {**model_info(*second_judge).to_dict(), "engine": second_stats}
     # after the answers, so a cached rerun needs no tokenizer: counted, warned, recorded per sample
     p.too_long = prompts_over_context(p.task_runs, backend)
     t_model = time.time()
@@ -116,7 +120,8 @@ def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "res
                            "score_s": round(time.time() - t_model, 3), "total_s": round(time.time() - t0, 3)},
                   reward_model=reward_model,
                   user_model=user_model_record(p, backend, user_backend, model_spec, user_model_spec, user_model_args),
-                  judge=model_info(judge_backend, judge_spec, judge_args).to_dict() if judge_stats else None,
+                  judge=({**model_info(judge_backend, judge_spec, judge_args).to_dict(),
+                          **({"second": second_info} if second_info else {})} if judge_stats else None),
                   judge_engine=judge_stats or None)
     if config.suite:  # --suite: its summary (the leaderboard-v2 normalised scores) from the rows
         from evalkit.run.suite_summary import summarize

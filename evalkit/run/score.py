@@ -32,10 +32,12 @@ def score_docs(task: Task, docs: Sequence, responses: Sequence[list], ctx: RunCo
     """The task's samples from each doc's responses; generated text is split into trace and answer
     first (``thinking``: the run's trace options) and the split is recorded in each sample."""
     if task.output_type != "generate":
-        return judged.apply(task, docs, responses, task.score_all(docs, responses, ctx), ctx.judgments)
+        return judged.apply(task, docs, responses, task.score_all(docs, responses, ctx), ctx.judgments,
+                             ctx.second_judgments)
     cfg = ThinkingConfig.from_options(thinking)
     responses, seps = traces.split_answers(list(responses), cfg, prefilled)
-    samples = judged.apply(task, docs, responses, task.score_all(docs, responses, ctx), ctx.judgments)
+    samples = judged.apply(task, docs, responses, task.score_all(docs, responses, ctx), ctx.judgments,
+                             ctx.second_judgments)
     traces.annotate(samples, seps, count_tokens)
     return samples
 

@@ -101,3 +101,6 @@ class RunContext:
     #: answers of the run's judge model (``--judge``) to the tasks' ``judge_requests``, by request key;
     #: empty without a judge
     judgments: dict = field(default_factory=dict)
+    #: a second judge's answers to the same requests (``--second-judge``): judged metrics record how often
+    #: the two judges agree; the first judge's verdicts give the figures
+    second_judgments: dict = field(default_factory=dict)

@@ -23,7 +23,8 @@ chat request to the judge's own backend, cached under the judge's identity; scor
 the replies and adds to each sample the metric's values and ``extra["judged"][name]``: the verdicts
 by tag, the tags whose reply had no verdict, the sha256 of the judge prompts and, pairwise, whether
 the orders agreed. ``reliability(samples)`` sums them up for the record (``extra["judge"]``): asks,
-parse failures and their rate, position-swap consistency. A task with judged metrics needs a judge:
+parse failures and their rate, position-swap consistency, and with a second judge
+(``--second-judge``, asked the same) how often the two agree (share and Cohen's kappa). A task with judged metrics needs a judge:
 a run without ``--judge`` stops before any model loads.
 """
 from __future__ import annotations
@@ -147,8 +148,11 @@ def verdicts_of(metric: JudgedMetric, asks: Sequence[JudgeAsk], judgments: dict)
     return verdicts, failed
 
 
-def apply(task, docs: Sequence, responses: Sequence[list], samples: list, judgments: dict) -> list:
-    """Each sample with its judged metrics' values and ``extra["judged"]`` (samples are changed in place)."""
+def apply(task, docs: Sequence, responses: Sequence[list], samples: list, judgments: dict,
+          second: Optional[dict] = None) -> list:
+    """Each sample with its judged metrics' values and ``extra["judged"]`` (samples are changed in place).
+    ``second``: a second judge's replies to the same asks; each record then also holds its verdicts
+    (``second_verdicts``); the figures are the first judge's."""
     metrics = metrics_of(task)
     if not metrics:
         return samples
@@ -162,7 +166,28 @@ def apply(task, docs: Sequence, responses: Sequence[list], samples: list, judgme
             rec[m.name] = {"kind": m.kind, "verdicts": verdicts, "parse_failures": failed,
                            "prompt_sha256": prompt_hash(asks), "asks": len(asks),
                            "consistent": m.consistent(doc, verdicts), **m.extra(doc, answer, verdicts)}
+            if second:
+                rec[m.name]["second_verdicts"] = verdicts_of(m, asks, second)[0]
     return samples
+
+
+def agreement(pairs: Sequence[tuple]) -> dict:
+    """How often two judges gave the same verdict, over the asks both answered with one: the share
+    (``agreement``), Cohen's kappa (chance agreement from each judge's own verdict frequencies; None when
+    both always gave one and the same verdict) and their number."""
+    both = [(a, b) for a, b in pairs if a is not None and b is not None]
+    if not both:
+        return {"agreement": None, "kappa": None, "agreement_asks": 0}
+    key = lambda v: json.dumps(v, sort_keys=True, default=str)  # noqa: E731 (verdicts may be dicts or lists)
+    n = len(both)
+    observed = sum(key(a) == key(b) for a, b in both) / n
+    first, second = {}, {}
+    for a, b in both:
+        first[key(a)] = first.get(key(a), 0) + 1
+        second[key(b)] = second.get(key(b), 0) + 1
+    chance = sum(first[k] * second.get(k, 0) for k in first) / n ** 2
+    kappa = (observed - chance) / (1 - chance) if chance < 1 else None
+    return {"agreement": observed, "kappa": kappa, "agreement_asks": n}
 
 
 def reliability(task, samples: Sequence) -> dict:
@@ -180,5 +205,8 @@ def reliability(task, samples: Sequence) -> dict:
             both = [r["consistent"] for r in recs if r["consistent"] is not None]
             fig["swap_consistency"] = sum(both) / len(both) if both else None
             fig["swap_games"] = len(both)
+        if any("second_verdicts" in r for r in recs):
+            fig.update(agreement([(r["verdicts"].get(t), r["second_verdicts"].get(t)) for r in recs
+                                  for t in r["verdicts"]]))
         out[m.name] = fig
     return out

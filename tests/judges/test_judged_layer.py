@@ -226,3 +226,35 @@ def test_the_readmes_judged_task_runs_as_written(tmp_path):
     rec = json.loads(next((tmp_path / "out").glob("*/run.json")).read_text())
     assert rec["tasks"]["advice"]["metrics"]["helpful"]["value"] == pytest.approx(0.5)
     assert rec["tasks"]["advice"]["extra"]["judge"]["helpful"]["parse_failures"] == 0
+
+
+def test_a_second_judge_gives_the_judges_agreement(user_task):
+    def strict_judge(messages):  # says NO where the first judge says YES on "hello please"; parses the rest alike
+        text = messages[-1]["content"]
+        return "[[NO]]" if text.startswith("Is this polite?") else answerer_and_judge(messages)
+
+    with ScriptedServer(answerer_and_judge) as srv, ScriptedServer(strict_judge, model="strict-judge") as other:
+        r = _run(user_task, srv, "--judge", srv.spec(), "--judge-args", f"base_url={srv.base_url}",
+                 "--second-judge", other.spec(), "--second-judge-args", f"base_url={other.base_url}")
+        assert r.returncode == 0, r.stderr
+        assert sum(b["messages"][-1]["content"].startswith("Is this polite?") for b in other.bodies) == 3
+    rec = json.loads(next((user_task / "out").glob("*/run.json")).read_text())
+    assert rec["judge"]["second"]["spec"] == "openai:strict-judge" and rec["judge"]["second"]["engine"]["computed"] == 3
+    rel = rec["tasks"]["greet_judged"]["extra"]["judge"]["polite"]
+    # both judges gave a verdict on 2 answers ("??" has none from the first): "go away" NO/NO, "hello please" YES/NO
+    assert rel["agreement_asks"] == 2 and rel["agreement"] == pytest.approx(0.5)
+    # chance agreement from the marginals (first: YES, NO; second: NO, NO) is 0.5, so kappa is 0
+    assert rel["kappa"] == pytest.approx(0.0)
+    assert rec["tasks"]["greet_judged"]["metrics"]["polite"]["value"] == pytest.approx(1 / 3)  # the first judge's
+    r = _run(user_task, srv, "--second-judge", "openai:x")
+    assert r.returncode != 0 and "needs a first one" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_agreement_and_kappa_on_hand_worked_verdicts():
+    from evalkit.taskapi.judged import agreement
+    pairs = [(1, 1), (1, 1), (0, 0), (1, 0), (None, 1), (0, None)]
+    got = agreement(pairs)
+    # 4 pairs with both: observed 3/4; first (1,1,0,1): p1=3/4; second (1,1,0,0): p1=1/2; chance 3/8 + 1/8 = 1/2
+    assert got == {"agreement": 0.75, "kappa": pytest.approx(0.5), "agreement_asks": 4}
+    assert agreement([(None, 1)]) == {"agreement": None, "kappa": None, "agreement_asks": 0}
+    assert agreement([(1, 1), (1, 1)])["kappa"] is None
