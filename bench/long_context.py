@@ -10,6 +10,15 @@ plus 16 decode steps), CPU seconds of the whole child, peak RSS (GB) and whether
 needle.
 
     python bench/long_context.py [--lengths 1024+2048+4096+8192] [--backends hf+vllm] [--threads 1]
+
+32k to 128k tokens (``--model long-tiny --lengths 32768+65536+131072``): the bundled model has an
+8,192-token context, and its 30 layers would need about two hours of CPU for one 128k prompt here. So
+the long lengths run a model of the same family made for the purpose: the bundled tokenizer and a
+Llama of 2 layers, 128 wide (4 heads of 32, 2 key/value heads), a 131,072-token context and seeded
+random weights. What it measures is the harness's and engine's memory and speed at that length (the
+attention over 128k positions, the key/value cache, the prompt's activations); its answers mean
+nothing, so the needle column says ``n/a``. ``--prefill-chunk N`` sets the HF backend's
+``prefill_chunk`` (default 8192; 0 reads the prompt in one pass) to show what chunking saves.
 """
 from __future__ import annotations
 
@@ -33,10 +42,10 @@ def child(args) -> int:
     from evalkit.backends.model_dirs import prepare
     from evalkit.taskapi.requests import GenerateRequest, GenParams
 
-    model_dir = str(prepare("smollm2-135m"))
+    model_dir = str(prepare("smollm2-135m")) if args.model == "smollm2-135m" else long_tiny_dir(prepare)
     if args.child == "hf":
         from evalkit.backends.hf import HFBackend
-        backend = HFBackend(model_dir, threads=args.threads)
+        backend = HFBackend(model_dir, threads=args.threads, prefill_chunk=args.prefill_chunk)
     else:
         from evalkit.backends.vllm import VLLMBackend
         backend = VLLMBackend(model_dir, dtype="float32", progress=False)
@@ -58,8 +67,34 @@ def child(args) -> int:
     return 0
 
 
+def long_tiny_dir(prepare) -> str:
+    """The ``long-tiny`` model (see the module's docstring), made once under ~/.cache/evalkit."""
+    import shutil
+
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    out = Path(os.path.expanduser("~/.cache/evalkit/bench-long-tiny-131k"))
+    if (out / "config.json").exists():
+        return str(out)
+    bundled = prepare("smollm2-135m")
+    cfg = LlamaConfig(vocab_size=49152, hidden_size=128, intermediate_size=512, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=131072,
+                      rope_theta=1e6, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2)
+    torch.manual_seed(0)
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    LlamaForCausalLM(cfg).save_pretrained(tmp)
+    for f in bundled.iterdir():
+        if f.name.startswith(("tokenizer", "special_tokens")) or f.name in ("vocab.json", "merges.txt"):
+            shutil.copy(f, tmp / f.name)
+    tmp.rename(out)
+    return str(out)
+
+
 def run_one(backend: str, length: int, args) -> dict:
-    cmd = [sys.executable, __file__, "--child", backend, "--length", str(length), "--threads", str(args.threads)]
+    cmd = [sys.executable, __file__, "--child", backend, "--length", str(length), "--threads", str(args.threads),
+           "--model", args.model, "--prefill-chunk", str(args.prefill_chunk)]
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS=str(args.threads), TOKENIZERS_PARALLELISM="false")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env, text=True)
     out = proc.stdout.read()
@@ -72,24 +107,32 @@ def run_one(backend: str, length: int, args) -> dict:
     return res
 
 
+def needle(r: dict, args) -> str:
+    return "n/a" if args.model == "long-tiny" else "found" if r["found"] else "missed"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lengths", default="1024+2048+4096+8192")
     ap.add_argument("--backends", default="hf+vllm")
     ap.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", "1")))
+    ap.add_argument("--model", choices=("smollm2-135m", "long-tiny"), default="smollm2-135m")
+    ap.add_argument("--prefill-chunk", type=int, default=8192, help="the HF backend's prefill_chunk (0: off)")
     ap.add_argument("--child", choices=("hf", "vllm"), help=argparse.SUPPRESS)
     ap.add_argument("--length", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         return child(args)
-    print(f"bundled SmolLM2-135M fp32 on CPU, {args.threads} thread(s); one niah_grid prompt per length "
-          f"(needle at 50 %), 16 greedy tokens; each in its own process")
+    what = "bundled SmolLM2-135M" if args.model == "smollm2-135m" else \
+        "long-tiny (2 layers x 128, 131,072-token context, random weights, bundled tokenizer)"
+    print(f"{what} fp32 on CPU, {args.threads} thread(s); one niah_grid prompt per length "
+          f"(needle at 50 %), 16 greedy tokens; each in its own process; HF prefill_chunk {args.prefill_chunk}")
     print("backend  length  prompt tokens  generate s  prompt tok/s  child CPU s  peak RSS GB (loaded)  needle")
     for backend in args.backends.split("+"):
         for length in sorted(int(x) for x in args.lengths.split("+")):
             r = run_one(backend, length, args)
             print(f"{backend:7s} {length:7d} {r['tokens']:14d} {r['seconds']:11.2f} {r['tokens'] / r['seconds']:13.0f} "
-                  f"{r['cpu_s']:12.1f} {r['peak_gb']:12.2f} ({r['loaded_gb']:.2f}) {'found' if r['found'] else 'missed':>7s}")
+                  f"{r['cpu_s']:12.1f} {r['peak_gb']:12.2f} ({r['loaded_gb']:.2f}) {needle(r, args):>7s}")
     return 0
 
 
@@ -99,4 +142,6 @@ if __name__ == "__main__":
         sys.exit(main())
     from results_md import record_run
     backends = sys.argv[sys.argv.index("--backends") + 1] if "--backends" in sys.argv else "hf+vllm"
-    sys.exit(record_run(f"long_context-{backends}", main))  # a section per backend set
+    section = f"long_context-{backends}" + ("-long-tiny" if "long-tiny" in sys.argv else "") + \
+        ("-chunk" + sys.argv[sys.argv.index("--prefill-chunk") + 1] if "--prefill-chunk" in sys.argv else "")
+    sys.exit(record_run(section, main))  # a section per backend set, model and chunk size

@@ -23,6 +23,8 @@ def reliability_of(record, task: str, metric: Optional[str] = None) -> Optional[
     task's only judged metric, else their sums."""
     entry = record.tasks.get(task) or {}
     figs = ((entry.get("extra") or {}).get("judge")) or {}
+    # (MT-Bench's record keeps the judge's settings beside its figures: only the figures count)
+    figs = {k: v for k, v in figs.items() if isinstance(v, dict) and "parse_failures" in v}
     if not figs:
         return None
     named = sorted((n for n in figs if metric and metric.startswith(n)), key=len)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from evalkit.dashboards import charts, judging, long_context, samples as dsamples, tables, view_best_of_n
+from evalkit.dashboards import charts, judged_views, judging, long_context, samples as dsamples, tables, view_best_of_n
 from evalkit.dashboards.urlstate import choose, metric_key as task_metric_key
 from evalkit.dashboards.view_leaderboard import chosen_metric
 
@@ -60,6 +60,7 @@ def render(store, filters: tables.Filters) -> None:
                    "trace, or had no parseable answer (from the samples)"
                    + ("; where over 5% stopped at max_tokens, the score on finished and on truncated responses"
                       if len(shares) < len(budget.columns) else ""))
+    judged_views.render(store, sel, sel["task"].iloc[0])  # Arena-Hard's categories, HealthBench's themes and axes
     render_breakdowns(store, cells, col, metric)
     render_grpo(store, cells, col)
     view_best_of_n.render(store, filters, col)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from evalkit.run.engine import Engine
+from evalkit.taskapi.judged import JudgeAsk
 from evalkit.taskapi.requests import GenerateRequest, GenParams, LoglikelihoodRequest
 from evalkit.scoring.stats import derive_seed
 from evalkit.scoring.thinking import separate
@@ -38,11 +39,20 @@ SOURCES = ("parsed", "retry", "constrained", "failed")
 
 @dataclass
 class JudgeCall:
-    """One thing to judge: a template and the values for its placeholders (``meta`` is the caller's)."""
+    """One thing to judge: a template and the values for its placeholders (``meta`` is the caller's,
+    ``tag`` names it within its doc, as the judge layer's asks are named)."""
 
     template: JudgeTemplate
     values: dict
     meta: dict = field(default_factory=dict)
+    tag: str = ""
+
+    def prompt(self) -> str:
+        return self.template.render(**self.values)
+
+    def ask(self, max_tokens: int) -> JudgeAsk:
+        """The judge layer's ask: the template's system message and the filled-in prompt."""
+        return JudgeAsk(self.tag, self.template.messages(self.prompt()), int(max_tokens))
 
 
 @dataclass
@@ -117,11 +127,11 @@ class Judge:
     # ---- judging ---------------------------------------------------------------------------------
     def run(self, calls: Sequence[JudgeCall]) -> list[Judgment]:
         """Judge every call: one greedy pass, then retries for the failures, then constraining."""
-        prompts = [c.template.render(**c.values) for c in calls]
-        messages = [c.template.messages(p) for c, p in zip(calls, prompts)]
-        out = [Judgment(c.template.name, c.template.version, p, meta=dict(c.meta)) for c, p in zip(calls, prompts)]
-        greedy = GenParams(max_tokens=self.max_tokens, temperature=0.0)
-        first = [GenerateRequest(messages=m, params=greedy) for m in messages]
+        asks = [c.ask(self.max_tokens) for c in calls]
+        messages = [a.messages for a in asks]
+        out = [Judgment(c.template.name, c.template.version, a.messages[-1][1], meta=dict(c.meta))
+               for c, a in zip(calls, asks)]
+        first = [a.request() for a in asks]  # greedy, as every judged metric's ask
         todo = list(range(len(calls)))
         for attempt in range(self.retries + 1):
             if not todo:

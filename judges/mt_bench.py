@@ -29,7 +29,8 @@ from evalkit.tasks.mt_bench import MTBench, load_references, temperature_for
 from .contestants import BackendPool, Contestant, check_unique, load_answers
 from .reward_judge import close_judge, make_judge
 from .judge import Judge, JudgeCall
-from .mt_bench_record import BATTLES_FILE, TASK, build_record, model_entry  # noqa: F401 (re-exported)
+from .mt_bench_judged import PairGrade, SingleGrade, layer_records
+from .mt_bench_record import BATTLES_FILE, TASK, Graded, build_record, model_entry  # noqa: F401 (re-exported)
 from .mt_bench_scores import (  # noqa: F401 (re-exported)
     OUTCOME,
     PairResult,
@@ -101,44 +102,23 @@ def generate_answers(engine, c: Contestant, docs: Sequence[Doc], seed: int, max_
 
 
 # ---- judge calls -----------------------------------------------------------------------------------
-def _refs(ref: Optional[list]) -> dict:
-    return {"ref_answer_1": ref[0], "ref_answer_2": ref[1] if len(ref) > 1 else ""} if ref else {}
-
-
 def single_calls(templates: TemplateSet, docs: Sequence[Doc], answers: dict, refs: dict, model: str) -> list[JudgeCall]:
-    calls = []
-    for d in docs:
-        q, a, ref = d.meta["turns"], answers[d.id], refs.get(d.id)
-        meta = {"qid": d.id, "model": model, "category": d.meta["category"]}
-        calls.append(JudgeCall(templates.pick("single", bool(ref), False),
-                               {"question": q[0], "answer": a[0], **_refs(ref)}, {**meta, "turn": 1}))
-        if len(q) > 1:
-            calls.append(JudgeCall(templates.pick("single", bool(ref), True),
-                                   {"question_1": q[0], "question_2": q[1], "answer_1": a[0], "answer_2": a[1],
-                                    **_refs(ref)}, {**meta, "turn": 2}))
-    return calls
-
-
-def _pair_values(d: Doc, a: list, b: list, turn: int) -> dict:
-    q = d.meta["turns"]
-    if turn == 1:
-        return {"question": q[0], "answer_a": a[0], "answer_b": b[0]}
-    return {"question_1": q[0], "question_2": q[1], "answer_a_1": a[0], "answer_a_2": a[1],
-            "answer_b_1": b[0], "answer_b_2": b[1]}
+    """Every turn of ``model``'s answers to rate: the judge layer's ``SingleGrade`` asks."""
+    grade = SingleGrade(templates, refs)
+    return [c for d in docs for c in grade.calls(d, answers[d.id], {"model": model})]
 
 
 def judge_pairs(judge: Judge, templates: TemplateSet, matches: Sequence[tuple], answers: dict,
                 refs: dict) -> list[PairResult]:
-    """``matches``: (model_1, model_2, doc); every turn of each is judged in both orders, in one batch."""
+    """``matches``: (model_1, model_2, doc); every turn of each is judged in both orders (the judge
+    layer's ``PairGrade`` asks), in one batch."""
+    grade = PairGrade(templates, refs)
     calls, slots = [], []
     for m1, m2, d in matches:
-        a, b, ref = answers[m1][d.id], answers[m2][d.id], refs.get(d.id)
-        for turn in range(1, min(2, len(d.meta["turns"])) + 1):
-            t = templates.pick("pairwise", bool(ref), turn == 2)
-            meta = {"qid": d.id, "turn": turn, "model_1": m1, "model_2": m2}
-            calls.append(JudgeCall(t, {**_pair_values(d, a, b, turn), **_refs(ref)}, {**meta, "order": "g1"}))
-            calls.append(JudgeCall(t, {**_pair_values(d, b, a, turn), **_refs(ref)}, {**meta, "order": "g2"}))
-            slots.append((m1, m2, d, turn, len(a[turn - 1]), len(b[turn - 1])))
+        a, b = answers[m1][d.id], answers[m2][d.id]
+        calls += grade.calls(d, (a, b), {"model_1": m1, "model_2": m2})
+        slots += [(m1, m2, d, turn, len(a[turn - 1]), len(b[turn - 1]))
+                  for turn in range(1, min(2, len(d.meta["turns"])) + 1)]
     js = judge.run(calls)
     return [PairResult(d.id, turn, d.meta["category"], m1, m2, js[2 * k], js[2 * k + 1], la, lb)
             for k, (m1, m2, d, turn, la, lb) in enumerate(slots)]
@@ -189,6 +169,7 @@ def run_mt_bench(contestants: list[Contestant], judge_spec: str, cfg: MTBenchCon
             pairs = judge_pairs(judge, templates, [(a, b, d) for a, b in duel for d in docs], answers, refs)
         t_judge = time.time()
         judge_info = judge.describe()
+        records = layer_records(templates, refs, docs, answers, single, pairs)  # the judge layer's, per sample
         out = []
         for c in contestants:
             if not single.get(c.name) and not any(c.name in (p.model_1, p.model_2) for p in pairs):
@@ -196,11 +177,12 @@ def run_mt_bench(contestants: list[Contestant], judge_spec: str, cfg: MTBenchCon
             if "single" not in modes and cfg.baseline == c.name:
                 continue
             backend = None if c.imported else pool.backend(c.spec)
-            out.append(build_record(c, backend, docs, answers[c.name], refs, ref_info, single.get(c.name, []), pairs,
-                               judge, judge_info, templates, cfg, model_args,
-                               engines[c.name].stats if c.name in engines else {},
-                               {"answers_s": round(t_gen - t0, 3), "judge_s": round(t_judge - t_gen, 3),
-                                "total_s": round(time.time() - t0, 3)}, output_dir))
+            graded = Graded(single.get(c.name, []), pairs, records.get(c.name, {}))
+            out.append(build_record(c, backend, docs, answers[c.name], refs, ref_info, graded,
+                                    judge, judge_info, templates, cfg, model_args,
+                                    engines[c.name].stats if c.name in engines else {},
+                                    {"answers_s": round(t_gen - t0, 3), "judge_s": round(t_judge - t_gen, 3),
+                                     "total_s": round(time.time() - t0, 3)}, output_dir))
         return out
     finally:
         pool.close()

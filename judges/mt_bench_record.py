@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from evalkit.arena import write_battles
@@ -16,6 +16,7 @@ from evalkit.taskapi.task import Doc
 from evalkit.tasks.mt_bench import MTBench, temperature_for
 
 from .contestants import Contestant
+from .mt_bench_judged import layer_figures
 from .mt_bench_scores import pair_counts, summarize
 from .reliability import pairwise_figures, single_figures
 
@@ -36,8 +37,19 @@ def model_entry(c: Contestant, backend, model_args: dict) -> ModelInfo:
                      identity_hash=hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:32])
 
 
-def build_record(c, backend, docs, answers, refs, ref_info, single, pairs, judge, judge_info, templates, cfg,
-            model_args, engine_stats, timings, output_dir) -> dict:
+@dataclass
+class Graded:
+    """One contestant's verdicts: its rating judgments (in call order), every pair judged in the run,
+    and its samples' records of the judge layer (``mt_bench_judged.layer_records``)."""
+
+    single: list
+    pairs: list
+    records: dict = field(default_factory=dict)
+
+
+def build_record(c, backend, docs, answers, refs, ref_info, graded: Graded, judge, judge_info, templates, cfg,
+                 model_args, engine_stats, timings, output_dir) -> dict:
+    single, pairs = graded.single, graded.pairs
     by_reward = judge_info.get("kind") == "reward_model"
     metrics, breakdowns, per_q = summarize(docs, single, pairs, c.name, rating="reward" if by_reward else "score")
     by_q = defaultdict(list)
@@ -52,7 +64,8 @@ def build_record(c, backend, docs, answers, refs, ref_info, single, pairs, judge
         a = answers[d.id]
         s = make_sample(d, Scored(per_q.get(d.id, {}), extracted={"scores": [j["value"] for j in by_q.get(d.id, [])]},
                                   extra={"category": d.meta["category"], "answer_chars": [len(x) for x in a],
-                                         "judgments": by_q.get(d.id, []), "pairwise": pq.get(d.id, [])}),
+                                         "judgments": by_q.get(d.id, []), "pairwise": pq.get(d.id, []),
+                                         **({"judged": graded.records[d.id]} if d.id in graded.records else {})}),
                         prompt=d.meta["turns"], responses=a, target=refs.get(d.id))
         rows.append(s.to_dict())
         samples.append(s)
@@ -69,6 +82,10 @@ def build_record(c, backend, docs, answers, refs, ref_info, single, pairs, judge
         # lengths seen from this contestant: model_1's answer vs model_2's
         judge_figs["pairwise"] = pairwise_figures(mine)
         judge_figs["pairwise"]["opponents"] = pair_counts(mine, c.name)
+    for name, figs in layer_figures(graded.records).items():
+        # the judge layer's figures (kind, asks, swap consistency) beside MT-Bench's own
+        part = "single" if name == "mt_bench_single" else "pairwise"
+        judge_figs[part] = {**figs, **judge_figs.get(part, {})}
     battles = [p.battle(judge.name) for p in mine if p.winner is not None]
     entry = entry_of(
         task, samples, rows, metrics, breakdowns, num_fewshot=0, output_type="judged",

@@ -33,6 +33,10 @@ CPU_GENERATION_ROWS = 8
 # Tokens per scoring forward on CPU: 2,048-token windows ran at ~535 tokens/s 2 or 4 a batch and
 # ~430 8 a batch (2 threads, bundled model), where activations outgrow what the allocator reuses.
 CPU_TOKEN_BUDGET = 8192
+# A prompt longer than this is read this many tokens at a time into the key/value cache
+# (transformers' ``prefill_chunk_size``), so a 100k-token prompt never holds 100k tokens of
+# activations at once (bench/long_context.py measures it); 0 reads every prompt in one pass.
+PREFILL_CHUNK = 8192
 
 
 def _read_json(path: str) -> Optional[dict]:
@@ -52,7 +56,7 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
                  trust_remote_code: bool = False, threads=None, add_bos_token: bool = False,
                  token_budget: Optional[int] = None, chunk_size: Optional[int] = None, share_prefix: bool = True,
                  chat_template: Optional[str] = None, chat_template_kwargs=None,
-                 reasoning_effort: Optional[str] = None):
+                 reasoning_effort: Optional[str] = None, prefill_chunk: int = PREFILL_CHUNK):
         import torch
 
         self.chat_template, self.chat_template_kwargs, template_identity = chat_template_options(
@@ -88,6 +92,9 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
             str(share_prefix).lower() in ("1", "true", "yes")
         self._max_length = int(max_length) if max_length else None
         self.max_gen_toks = int(max_gen_toks)
+        self.prefill_chunk = int(prefill_chunk)
+        if self.prefill_chunk < 0:
+            raise ValueError(f"--model-args prefill_chunk={prefill_chunk}: give a token count >= 0 (0: no chunks)")
         self.batch_size = batch_size
         self.token_budget = int(token_budget or (CPU_TOKEN_BUDGET if self.device.type == "cpu" else 262144))
         self.chunk_size = int(chunk_size or (64 if self.device.type == "cpu" else 512))
@@ -312,6 +319,8 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
                 kwargs.update(temperature=None, top_p=None, top_k=None)
             if params.repetition_penalty != 1.0:
                 kwargs["repetition_penalty"] = float(params.repetition_penalty)
+            if 0 < self.prefill_chunk < width:
+                kwargs["prefill_chunk_size"] = self.prefill_chunk
             with torch.inference_mode():
                 gen = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device), **kwargs)
             for r, j in enumerate(rows):

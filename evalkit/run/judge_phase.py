@@ -27,9 +27,10 @@ def check(task_runs, judge_spec, flag: str = "--judge BACKEND:MODEL", second_spe
         raise JudgeMissing(f"a second judge ({second_spec}) needs a first one: name it with {flag}")
     if judge_spec:
         return
-    need = [tr.task.name for tr in task_runs if judged.metrics_of(tr.task)]
+    required = {tr.task.name: [m.name for m in judged.metrics_of(tr.task) if not m.optional] for tr in task_runs}
+    need = [t for t, names in required.items() if names]
     if need:
-        names = sorted({m.name for tr in task_runs for m in judged.metrics_of(tr.task)})
+        names = sorted({n for t in need for n in required[t]})
         raise JudgeMissing(f"task(s) {', '.join(need)} report judged metrics ({', '.join(names)}): name a judge "
                            f"model with {flag} (any model spec, e.g. vllm:smollm2-135m)")
 

@@ -91,10 +91,12 @@ def token_counter(backend):
     that needs no engine, e.g. vllm), loaded on first use; None when it has no tokenizer."""
     if getattr(type(backend), "encode", Backend.encode) is Backend.encode and not hasattr(backend, "text_tokenizer"):
         return None
+    if not hasattr(backend, "text_tokenizer") and getattr(backend, "tokenizer", True) is None:
+        return None  # an openai: server in text mode (no tokenizer= given or found)
 
     def count(text: str) -> list:
         tok = backend.text_tokenizer() if hasattr(backend, "text_tokenizer") else getattr(backend, "tokenizer", None)
-        if tok is None:  # openai backend in text mode
-            raise NotImplementedError("no tokenizer")
+        if tok is None:
+            raise ValueError("the model has no tokenizer here; give one with --model-args tokenizer=DIR_OR_HUB_ID")
         return tok.encode(text, add_special_tokens=False)
     return count

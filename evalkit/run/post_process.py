@@ -55,8 +55,9 @@ def task_entry(task: Task, samples: list[Sample], config: RunConfig, indices: Op
         for row, k in zip(rows, indices):
             row["doc_index"] = k
     extra = dict(task.run_extra(samples))
-    if judged.metrics_of(task):  # the judge's reliability beside the judged figures
-        extra["judge"] = judged.reliability(task, samples)
+    figures = judged.reliability(task, samples)  # the judge's reliability beside the judged figures
+    if figures:  # (none: no judged metric, or only optional ones and no judge)
+        extra["judge"] = figures
     if appended.info:
         extra["evaluate"] = appended.info
     entry = entry_of(task, samples, rows, metrics, task.breakdowns(samples), extra,

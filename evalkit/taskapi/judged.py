@@ -62,6 +62,9 @@ class JudgedMetric:
 
     name: str = ""
     kind: ClassVar[str] = "pointwise"
+    #: asked only when the run names a judge; without one the metric is left out and the task scores
+    #: the rest (τ²-bench's natural-language assertions). Otherwise a run without ``--judge`` stops.
+    optional: ClassVar[bool] = False
 
     def asks(self, doc, answer: str) -> list[JudgeAsk]:
         raise NotImplementedError
@@ -148,26 +151,61 @@ def verdicts_of(metric: JudgedMetric, asks: Sequence[JudgeAsk], judgments: dict)
     return verdicts, failed
 
 
+def judge_answer(task, metric: JudgedMetric, doc, answer, judgments: dict,
+                 second: Optional[dict] = None) -> tuple[dict, dict]:
+    """One answer's values from the judge's replies, and its record (``extra["judged"][name]``): the
+    verdicts by tag, the tags with no verdict, the prompts' sha256, the asks, pairwise consistency and,
+    with ``second``, the second judge's verdicts."""
+    asks = asks_of(task, metric, doc, answer)
+    verdicts, failed = verdicts_of(metric, asks, judgments)
+    rec = record_of(metric, doc, answer, asks, verdicts, failed)
+    if second:
+        rec["second_verdicts"] = verdicts_of(metric, asks, second)[0]
+    return metric.values(doc, answer, verdicts), rec
+
+
+def record_of(metric: JudgedMetric, doc, answer, asks: Sequence[JudgeAsk], verdicts: dict, failed: list) -> dict:
+    """What a sample records of one judged metric (``extra["judged"][name]``), from its asks and verdicts
+    (a judge that retries, MT-Bench's, gives its final verdicts here)."""
+    return {"kind": metric.kind, "verdicts": verdicts, "parse_failures": list(failed),
+            "prompt_sha256": prompt_hash(asks), "asks": len(asks), "consistent": metric.consistent(doc, verdicts),
+            **metric.extra(doc, answer, verdicts)}
+
+
+def merge_records(records: Sequence[dict]) -> dict:
+    """One sample's record from the records of its several answers (τ²-bench's trials): tags become
+    ``"K:tag"`` (K the answer's index), asks add up; a pairwise game is consistent when every answer's was."""
+    if len(records) == 1:
+        return records[0]
+    tagged = lambda key: {f"{k}:{t}": v for k, r in enumerate(records) for t, v in (r.get(key) or {}).items()}  # noqa: E731
+    out = {"kind": records[0]["kind"], "verdicts": tagged("verdicts"),
+           "parse_failures": [f"{k}:{t}" for k, r in enumerate(records) for t in r["parse_failures"]],
+           "prompt_sha256": hashlib.sha256("".join(r["prompt_sha256"] for r in records).encode()).hexdigest(),
+           "asks": sum(r["asks"] for r in records), "answers": len(records)}
+    flags = [r["consistent"] for r in records]
+    out["consistent"] = None if any(f is None for f in flags) else all(flags)
+    if any("second_verdicts" in r for r in records):
+        out["second_verdicts"] = tagged("second_verdicts")
+    return out
+
+
 def apply(task, docs: Sequence, responses: Sequence[list], samples: list, judgments: dict,
           second: Optional[dict] = None) -> list:
     """Each sample with its judged metrics' values and ``extra["judged"]`` (samples are changed in place).
     ``second``: a second judge's replies to the same asks; each record then also holds its verdicts
-    (``second_verdicts``); the figures are the first judge's."""
-    metrics = metrics_of(task)
+    (``second_verdicts``); the figures are the first judge's. A metric the task has recorded itself
+    (per trial, τ²-bench) is left as it is, and an optional one is left out without a judge."""
+    metrics = [m for m in metrics_of(task) if judgments or not m.optional]
     if not metrics:
         return samples
     for doc, resp, s in zip(docs, responses, samples):
         answer = answer_text(resp)
         rec = s.extra.setdefault("judged", {})
         for m in metrics:
-            asks = asks_of(task, m, doc, answer)
-            verdicts, failed = verdicts_of(m, asks, judgments)
-            s.metrics.update(m.values(doc, answer, verdicts))
-            rec[m.name] = {"kind": m.kind, "verdicts": verdicts, "parse_failures": failed,
-                           "prompt_sha256": prompt_hash(asks), "asks": len(asks),
-                           "consistent": m.consistent(doc, verdicts), **m.extra(doc, answer, verdicts)}
-            if second:
-                rec[m.name]["second_verdicts"] = verdicts_of(m, asks, second)[0]
+            if m.name in rec:
+                continue
+            values, rec[m.name] = judge_answer(task, m, doc, answer, judgments, second)
+            s.metrics.update(values)
     return samples
 
 
@@ -197,16 +235,23 @@ def reliability(task, samples: Sequence) -> dict:
     for m in metrics_of(task):
         recs = [s.extra.get("judged", {}).get(m.name) for s in samples]
         recs = [r for r in recs if r]
-        asks = sum(r["asks"] for r in recs)
-        failed = sum(len(r["parse_failures"]) for r in recs)
-        fig = {"kind": m.kind, "asks": asks, "parse_failures": failed,
-               "parse_failure_rate": failed / asks if asks else None}
-        if m.kind == "pairwise":
-            both = [r["consistent"] for r in recs if r["consistent"] is not None]
-            fig["swap_consistency"] = sum(both) / len(both) if both else None
-            fig["swap_games"] = len(both)
-        if any("second_verdicts" in r for r in recs):
-            fig.update(agreement([(r["verdicts"].get(t), r["second_verdicts"].get(t)) for r in recs
-                                  for t in r["verdicts"]]))
-        out[m.name] = fig
+        if not recs and m.optional:  # not asked: the run had no judge
+            continue
+        out[m.name] = figures_of(m, recs)
     return out
+
+
+def figures_of(metric: JudgedMetric, records: Sequence[dict]) -> dict:
+    """One judged metric's reliability over its samples' records (see ``reliability``)."""
+    asks = sum(r["asks"] for r in records)
+    failed = sum(len(r["parse_failures"]) for r in records)
+    fig = {"kind": metric.kind, "asks": asks, "parse_failures": failed,
+           "parse_failure_rate": failed / asks if asks else None}
+    if metric.kind == "pairwise":
+        both = [r["consistent"] for r in records if r["consistent"] is not None]
+        fig["swap_consistency"] = sum(both) / len(both) if both else None
+        fig["swap_games"] = len(both)
+    if any("second_verdicts" in r for r in records):
+        fig.update(agreement([(r["verdicts"].get(t), r["second_verdicts"].get(t)) for r in records
+                              for t in r["verdicts"]]))
+    return fig

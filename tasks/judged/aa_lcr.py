@@ -155,6 +155,7 @@ class AALCR(ChatTurnTask):
     description = ("AA-LCR: 100 questions over long document sets (~10k-100k tokens) in one prompt; a judge checks "
                    "each answer against the official one")
     version = "1"
+    family = "long context"  # beside RULER's rows on the leaderboard
     dataset = DataSource(local_reader=read)
     gen_params: ClassVar[GenParams] = GenParams(max_tokens=16384, temperature=0.0)
     known_options: ClassVar[tuple] = ("chat", "truncate")  # (and judge_max_tokens, every judged task's)

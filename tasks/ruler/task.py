@@ -109,7 +109,7 @@ def effective_length(per_length: dict, threshold: float) -> Optional[int]:
 
 class RulerNIAH(GenerationTask):
     variants: ClassVar[tuple] = ()
-    family: ClassVar[Optional[str]] = "ruler"
+    family: ClassVar[Optional[str]] = "long context"  # RULER, niah_grid and aa_lcr side by side
     version = "1"
     metrics = (Metric("score"),)
     known_options: ClassVar[tuple] = ("lengths", "samples", "seeding", "threshold")
@@ -167,8 +167,8 @@ class RulerNIAH(GenerationTask):
         cache = self.__dict__.setdefault("_generated", {})
         if key not in cache:
             if ctx.tokenize is None:
-                raise ValueError(f"task {self.name}: RULER sizes prompts with the model's tokenizer; this backend "
-                                 f"has none")
+                raise ValueError(f"task {self.name}: RULER sizes prompts with the model's tokenizer and this backend "
+                                 f"has none; give it with --model-args tokenizer=DIR_OR_HUB_ID")
             cache[key] = {s["index"]: s for s in self.generate(variant, length, ctx)}
         return cache[key]
 

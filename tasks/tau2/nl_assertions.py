@@ -7,6 +7,11 @@ assertions when every result the judge returns is met (τ²-bench's ``all``, so 
 list passes, as there). Differences: evalkit reads the JSON object out of a code fence or surrounding
 text where τ²-bench would fail on anything but bare JSON, and a reply with no readable object
 counts as not met and is recorded (``status: "unparsed"``); prompts are byte for byte τ²-bench's.
+
+On the shared judge layer (``evalkit.taskapi.judged``) the assertions are ``NLAssertions``, a
+reference-guided judged metric (the task's expected outcomes are the reference) that is *optional*: a
+run without ``--judge`` scores τ²-bench without it. The task judges each trial's transcript (one ask,
+tag ``"nl"``); the record's ``extra.judged.nl_assertions`` and the reliability figures are the layer's.
 """
 from __future__ import annotations
 
@@ -14,7 +19,9 @@ import json
 import re
 from typing import Optional
 
+from evalkit.scoring.metric import Metric
 from evalkit.taskapi.agent import Transcript
+from evalkit.taskapi.judged import JudgeAsk, JudgedMetric
 from evalkit.taskapi.requests import GenerateRequest, GenParams
 
 SYSTEM = """
@@ -67,14 +74,19 @@ def trajectory_text(t: Transcript) -> str:
     return "\n".join(f"{m.get('role')}: {_content(m)}" for m in t.messages if m.get("role") != "system")
 
 
-def request(task: dict, t: Transcript, max_tokens: int = MAX_TOKENS) -> Optional[GenerateRequest]:
-    """The judge request of one trial (None when the task has no assertions)."""
+def ask(task: dict, t: Transcript, max_tokens: int = MAX_TOKENS) -> Optional[JudgeAsk]:
+    """The judge's question about one trial (None when the task has no assertions)."""
     nl = assertions_of(task)
     if not nl:
         return None
     user = USER.format(trajectory=trajectory_text(t), assertions=nl)
-    return GenerateRequest(messages=(("system", SYSTEM), ("user", user)),
-                           params=GenParams(max_tokens=int(max_tokens), temperature=0.0))
+    return JudgeAsk("nl", (("system", SYSTEM), ("user", user)), int(max_tokens))
+
+
+def request(task: dict, t: Transcript, max_tokens: int = MAX_TOKENS) -> Optional[GenerateRequest]:
+    """The judge request of one trial (None when the task has no assertions)."""
+    a = ask(task, t, max_tokens)
+    return a.request() if a is not None else None
 
 
 def _json_object(text: str) -> Optional[dict]:
@@ -104,3 +116,33 @@ def verdict(reply: str) -> dict:
     checks = [{"assertion": r.get("expectedOutcome"), "met": r.get("metExpectation") is True,
                "justification": r.get("reasoning")} for r in results]
     return {"met": all(c["met"] for c in checks), "checks": checks, "status": "judged"}
+
+
+class NLAssertions(JudgedMetric):
+    """``nl_assertions``: 1 when the judge finds every expected outcome met in the trial, else 0 (a
+    reply with no readable verdict: 0, and a parse failure)."""
+
+    name = "nl_assertions"
+    kind = "reference"
+    optional = True
+
+    def asks(self, doc, answer) -> list:
+        a = ask(doc.meta["task"], answer)
+        return [a] if a is not None else []
+
+    def parse(self, ask, text):
+        v = verdict(text)
+        return v if v["status"] == "judged" else None
+
+    def values(self, doc, answer, verdicts: dict) -> dict:
+        if not verdicts:  # the task has no assertions
+            return {}
+        v = verdicts.get("nl")
+        return {self.name: float(bool(v and v["met"]))}
+
+    def extra(self, doc, answer, verdicts: dict) -> dict:
+        v = verdicts.get("nl") or {"checks": [], "status": "unparsed"}
+        return {"checks": v["checks"], "status": v["status"]} if verdicts else {}
+
+    def declarations(self) -> tuple:
+        return (Metric(self.name, required=False),)

@@ -46,7 +46,7 @@ from dataclasses import replace
 from typing import ClassVar, Optional
 
 from evalkit.scoring.metric import Metric
-from evalkit.taskapi import repeats as task_repeats
+from evalkit.taskapi import judged as judged_layer, repeats as task_repeats
 from evalkit.taskapi.agent import Episode, UserSim, canonical_json
 from evalkit.taskapi.agent_task import TOOL_USE_METRICS, AgentTask, tool_use_figures
 from evalkit.taskapi.data import DataSource
@@ -100,8 +100,8 @@ class Tau2Task(AgentTask):
     version = "1"
     eval_split = "base"   # τ²-bench's default task set: every task of the domain ("test": the held-out split)
     metrics = (Metric("reward"), Metric("db_match"), Metric("communicate"),
-               *(Metric(f, higher_is_better=False) for f in FAILURES), *TOOL_USE_METRICS,
-               Metric("nl_assertions", required=False))
+               *(Metric(f, higher_is_better=False) for f in FAILURES), *TOOL_USE_METRICS)
+    judged = (nl_assertions.NLAssertions(),)  # with --judge (optional: scored without one)
     known_options: ClassVar[tuple] = ("trials", "max_steps", "max_errors", "user_temperature", "max_tokens", "split",
                                       "nl_in_reward", "judge_max_tokens")
     repeat_metric = "reward"
@@ -166,8 +166,7 @@ class Tau2Task(AgentTask):
     # ---- scoring ----
     def judge_requests(self, doc, responses, ctx):
         """With --judge: one request per trial about the task's natural-language assertions."""
-        reqs = [self.nl_request(doc, t) for t in responses]
-        return [r for r in reqs if r is not None]
+        return [a.request() for t in responses for a in judged_layer.asks_of(self, self.judged[0], doc, t)]
 
     def score_all(self, docs, responses, ctx):
         dom = self._domain()
@@ -179,7 +178,10 @@ class Tau2Task(AgentTask):
             tools = ep.tools_at(0)
             per = [self.with_nl_verdict(self.trial_scored(t, v, tools), doc, t, ctx)
                    for t, v in zip(transcripts, verdicts)]
+            records = [p.extra.pop("judged") for p in per if "judged" in p.extra]
             s = task_repeats.problem_scored(per, "reward", False) if len(per) > 1 else per[0]
+            if records:  # the judge layer's record of the trials' assertions
+                s.extra["judged"] = {self.judged[0].name: judged_layer.merge_records(records)}
             s.responses = [t.to_json() for t in transcripts]
             s.prompt = ep.opening()
             out.append(self.as_sample(doc, transcripts, s, ctx))
@@ -211,20 +213,17 @@ class Tau2Task(AgentTask):
                     if self.domain in data.DUAL_CONTROL else {})}
         return Scored(metrics, extracted=None, extra=extra)
 
-    def nl_request(self, doc: Doc, t):
-        return nl_assertions.request(doc.meta["task"], t,
-                                     int(self.options.get("judge_max_tokens", nl_assertions.MAX_TOKENS)))
-
     def with_nl_verdict(self, scored: Scored, doc: Doc, t, ctx) -> Scored:
-        """The judge's verdict on the trial's natural-language assertions, when the run has a judge."""
-        req = self.nl_request(doc, t) if ctx.judgments else None
-        if req is None or req.key() not in ctx.judgments:
+        """The judge's verdict on the trial's natural-language assertions (the judge layer's
+        ``NLAssertions``), when the run has a judge and the task has assertions."""
+        metric = self.judged[0]
+        if not ctx.judgments or not judged_layer.asks_of(self, metric, doc, t):
             return scored
-        v = nl_assertions.verdict(ctx.judgments[req.key()][0].text)
-        scored.metrics["nl_assertions"] = float(v["met"])
-        scored.extra["nl_assertion_checks"] = v["checks"]
-        scored.extra["nl_judge_status"] = v["status"]
-        if str(self.options.get("nl_in_reward", "false")).lower() in ("1", "true", "yes") and not v["met"]:
+        values, rec = judged_layer.judge_answer(self, metric, doc, t, ctx.judgments, ctx.second_judgments)
+        scored.metrics.update(values)
+        scored.extra["judged"] = rec
+        scored.extra["nl_assertion_checks"], scored.extra["nl_judge_status"] = rec["checks"], rec["status"]
+        if str(self.options.get("nl_in_reward", "false")).lower() in ("1", "true", "yes") and not values[metric.name]:
             scored.metrics["reward"] = 0.0
         return scored
 

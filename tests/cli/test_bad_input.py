@@ -528,3 +528,20 @@ def test_every_command_with_a_shared_option_is_in_the_tables():
     assert {c for c, d in seen if d == "limit"} <= set(options.LIMIT_UNIT)
     assert {c for c, d in seen if d == "output"} <= options.OUTPUT_DIR | options.OUTPUT_FILE
     assert {c for c, d in seen if d == "margin"} <= {"compare", "power", "gate"}
+
+
+def test_ruler_on_an_openai_server_without_a_tokenizer_names_the_model_arg(capsys, tmp_path, tiny_model_dir):
+    """#52 item 3: RULER sizes prompts in the model's tokens; an ``openai:`` server in text mode has none.
+    One line naming ``--model-args tokenizer=``; given it, the same run generates and scores."""
+    with FaultServer() as srv:
+        argv = ["run", "--model", f"openai:{MODEL}", "--tasks", "niah_single_1", "--task-args",
+                "niah_single_1:lengths=512,samples=1", "--gen-kwargs", "max_tokens=8", "--no-cache",
+                "--output", str(tmp_path / "r")]
+        assert_error(capsys, argv + ["--model-args", f"base_url={srv.base_url},tokenizer=none"],
+                     "niah_single_1", "--model-args tokenizer=")
+        assert not (tmp_path / "r").exists() and srv.served == 0
+        rc, out, err = run_cli(capsys, *argv, "--model-args", f"base_url={srv.base_url},tokenizer={tiny_model_dir}")
+    assert rc == 0, err
+    (run_json,) = (tmp_path / "r").glob("*/run.json")
+    rows = json.loads(run_json.read_text())["tasks"]["niah_single_1"]
+    assert rows["metrics"]["score"]["n"] == 1

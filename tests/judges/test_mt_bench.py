@@ -84,7 +84,7 @@ def test_two_passes_turn_two_sees_turn_one(mt_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_tiny_model_answers_and_judges_end_to_end(mt_dir, tiny_model_dir, tmp_path, capsys):
+def test_tiny_model_answers_and_judges_end_to_end(mt_dir, tiny_model_dir, tmp_path, capsys, monkeypatch):
     """Done-when: the tiny model answers MT-Bench and (as the judge) grades it, single and pairwise
     against a published answer file; the record has ratings and the reliability figures."""
     out, cache = tmp_path / "results", tmp_path / "cache"
@@ -119,6 +119,23 @@ def test_tiny_model_answers_and_judges_end_to_end(mt_dir, tiny_model_dir, tmp_pa
     js = rows[0]["extra"]["judgments"]
     assert [j["turn"] for j in js] == [1, 2] and js[0]["template"] == "single-math-v1"
     assert "x+y = 4z" in js[0]["user_prompt"] and "[The Start of Reference Answer]" in js[0]["user_prompt"]
+    # on the shared judge layer: each sample's record of both gradings and the layer's figures beside MT-Bench's
+    layer = rows[0]["extra"]["judged"]
+    rated, duel = layer["mt_bench_single"], layer["mt_bench_pairwise"]
+    assert rated["kind"] == "pointwise" and rated["asks"] == 2
+    assert [rated["verdicts"]["turn1"], rated["verdicts"]["turn2"]] == [j["value"] for j in js]
+    assert duel["kind"] == "pairwise" and set(duel["verdicts"]) == {"turn1:g1", "turn1:g2", "turn2:g1", "turn2:g2"}
+    games = rows[0]["extra"]["pairwise"]
+    assert [duel["verdicts"][f"turn{g['turn']}:g1"] for g in games] == [g["g1"]["value"] for g in games]
+    assert single["asks"] == 2 and len(rated["parse_failures"]) == single["parse_failures"]
+    assert pair["asks"] == 4 and pair["kind"] == "pairwise" and pair["swap_games"] in (0, 1)
+    if pair["swap_games"]:
+        assert pair["swap_consistency"] == float(pair["swap_disagreements"] == 0)
+    # the leaderboard's task page on the real record: the judge and its figures beside the score
+    from _dashboard_records import task_page
+    page = task_page(out, monkeypatch)
+    table = next(d.value for d in page.dataframe if "judge parse failures" in d.value.columns)
+    assert set(table["judge"]) == {"hf:smollm2-135m"}
     battles = load_battles(runs["smollm2-135m"] / "battles_mt_bench.jsonl")
     assert len(battles) == 2 and {b.extra["turn"] for b in battles} == {1, 2}
     assert all(b.model_a == "smollm2-135m" and b.model_b == "alpaca-13b" and b.judge == "hf:smollm2-135m"

@@ -452,3 +452,20 @@ def test_a_run_matches_upstream_on_its_judgments(tmp_path, monkeypatch):
     assert entry["metrics"]["win_rate"]["n"] == 6
     consistent = [row["extra"]["judged"]["arena_hard"]["consistent"] for row in rows]
     assert consistent == [True, True, None, False, True, None, True, False]
+    assert entry["extra"]["judge"]["arena_hard"]["swap_consistency"] == pytest.approx(4 / 6)
+
+    # the leaderboard's Arena-Hard table: per category, both scores with their intervals, as recorded
+    from _dashboard_records import task_page
+    from evalkit.dashboards.tables import fmt
+    page = task_page(tmp_path / "out", monkeypatch)
+    table = next(d.value for d in page.dataframe if "style-controlled (90% CI)" in d.value.columns)
+    assert list(table["category"]) == ["hard prompt", "creative writing", "all"]
+    assert list(table["baseline"]) == ["o3-mini-2025-01-31", "gemini-2.0-flash-001", "per category"]
+    for (_, row), g in zip(table.iterrows(), ("hard_prompt", "creative_writing", "all")):
+        fig = groups[g]
+        for col, k in (("score (90% CI)", "score"), ("style-controlled (90% CI)", "score_sc")):
+            want = f"{fmt(fig[k]['value'])} [{fmt(fig[k]['lower'])}, {fmt(fig[k]['upper'])}]"
+            assert row[col] == want, (g, col, row[col])
+        assert (row["prompts"], row["battles"]) == (fig["prompts"], fig["battles"])
+        assert row["swap consistency"] == pytest.approx(4 / 6)
+

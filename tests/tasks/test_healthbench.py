@@ -216,7 +216,7 @@ def failing(doc) -> set:
 
 
 @pytest.mark.server
-def test_cli_run_matches_upstream(tmp_path, docs):
+def test_cli_run_matches_upstream(tmp_path, docs, monkeypatch):
     seed = 7
     with ScriptedServer(script) as srv:
         cmd = [sys.executable, "-m", "evalkit", "run", "--model", srv.spec(),
@@ -272,3 +272,16 @@ def test_cli_run_matches_upstream(tmp_path, docs):
     assert task["metrics"]["rubric_score"]["value"] == pytest.approx(np.mean(values["overall_score"]))
     rel = task["extra"]["judge"]["healthbench"]
     assert rel["asks"] == len(asked) and rel["parse_failures"] == n_failed
+
+    # the leaderboard's HealthBench tables: each theme's and each axis's figure, as the record holds it
+    from _dashboard_records import task_page
+    from evalkit.dashboards.tables import cell_text
+    page = task_page(tmp_path / "out", monkeypatch)
+    for family in ("theme", "axis"):
+        table = next(d.value for d in page.dataframe if d.value.index.name == family)
+        want = {g.split(":", 1)[1]: ms["overall_score"] for g, ms in task["breakdowns"].items()
+                if g.startswith(family + ":")}
+        assert len(want) > 1 and sorted(table.index) == sorted(want)
+        (model,) = table.columns
+        for tag, mv in want.items():
+            assert table.loc[tag, model] == cell_text(mv["value"], mv["ci_low"], mv["ci_high"], mv["n"])

@@ -97,10 +97,9 @@ def test_the_bundled_model_finds_needles_at_1k_and_2k(tiny_model_dir, hf_backend
 def test_the_leaderboard_draws_score_against_length(monkeypatch, tmp_path):
     """A RULER record (two models, scored by a scripted answerer) on the task page: the length curve."""
     import json
-    pytest.importorskip("streamlit")
-    from pathlib import Path
-    from streamlit.testing.v1 import AppTest
+    from _dashboard_records import task_page
     from evalkit.backends.base import Backend
+    from evalkit.dashboards.labels import task_family
     from evalkit.taskapi.requests import Completion
 
     class Finder(Backend):
@@ -137,10 +136,11 @@ def test_the_leaderboard_draws_score_against_length(monkeypatch, tmp_path):
     args = {"niah_multikey_2": {"lengths": "512+1024+2048", "samples": 3}}
     for reach in (4000, 50_000):
         evalkit.evaluate(model=Finder(reach), tasks=["niah_multikey_2"], output=str(tmp_path), cache=False, task_args=args)
-    monkeypatch.setenv("EVALKIT_DASHBOARD_RESULTS", str(tmp_path))
-    monkeypatch.setenv("EVALKIT_DASHBOARD_BATTLES", "")
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboards" / "app.py"), default_timeout=120).run()
-    at.sidebar.radio(key="view").set_value("Task")
+    at = task_page(tmp_path, monkeypatch)
+    # RULER's tasks, its 13-task group, the depth x length grid and AA-LCR: one "long context" family
+    assert {task_family(t) for t in ("niah_multikey_2", "ruler", "ruler_qa_squad", "niah_grid", "aa_lcr")} == {
+        "long context"}
+    at.sidebar.multiselect(key="f_family").set_value(["long context"])
     at.run()
     at.selectbox(key="bd_dim").set_value("length")
     at.run()

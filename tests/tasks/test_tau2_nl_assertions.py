@@ -90,3 +90,28 @@ def test_judged_run(tmp_path):
     assert [r["metrics"]["reward"] for r in again.samples["tau2_airline"]] == vals
     plain = evalkit.evaluate(**common)
     assert plain.judge is None and "nl_assertions" not in plain.tasks["tau2_airline"].metrics
+    assert "judge" not in plain.tasks["tau2_airline"].extra and all("judged" not in r["extra"]
+                                                                     for r in plain.samples["tau2_airline"])
+
+
+def test_the_assertions_are_a_judged_metric_of_the_shared_layer(tmp_path):
+    """The record of the judge layer (kind, verdicts, prompt hash) per sample and its reliability
+    figures in the task's entry, as every judged benchmark has them; several trials: one record
+    with a verdict per trial."""
+    by_tag = tasks_by_tag("airline")
+    common = dict(model=GoldAgent(by_tag), user_model=Customer(), tasks=["tau2_airline"], limit=3,
+                  cache_dir=str(tmp_path / "cache"), output=None)
+    run = evalkit.evaluate(judge=Judge(), **common)
+    rows = run.samples["tau2_airline"]
+    for r in rows:
+        rec = r["extra"]["judged"]["nl_assertions"]
+        assert rec["kind"] == "reference" and rec["asks"] == 1 and rec["parse_failures"] == []
+        assert rec["verdicts"]["nl"]["met"] == bool(r["metrics"]["nl_assertions"]) and len(rec["prompt_sha256"]) == 64
+    rel = run.tasks["tau2_airline"].extra["judge"]["nl_assertions"]
+    assert rel["asks"] == 3 and rel["parse_failures"] == 0 and rel["kind"] == "reference"
+    twice = evalkit.evaluate(judge=Judge(), task_args={"tau2_airline": {"trials": 2}}, **common)
+    for r, one in zip(twice.samples["tau2_airline"], rows):
+        rec = r["extra"]["judged"]["nl_assertions"]
+        assert rec["asks"] == 2 and set(rec["verdicts"]) == {"0:nl", "1:nl"} and rec["answers"] == 2
+        assert r["metrics"]["nl_assertions"] == one["metrics"]["nl_assertions"]
+    assert twice.tasks["tau2_airline"].extra["judge"]["nl_assertions"]["asks"] == 6
