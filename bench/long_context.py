@@ -13,12 +13,14 @@ needle.
 
 32k to 128k tokens (``--model long-tiny --lengths 32768+65536+131072``): the bundled model has an
 8,192-token context, and its 30 layers would need about two hours of CPU for one 128k prompt here. So
-the long lengths run a model of the same family made for the purpose: the bundled tokenizer and a
+the long lengths run models of the same family made for the purpose: the bundled tokenizer and a
 Llama of 2 layers, 128 wide (4 heads of 32, 2 key/value heads), a 131,072-token context and seeded
-random weights. What it measures is the harness's and engine's memory and speed at that length (the
-attention over 128k positions, the key/value cache, the prompt's activations); its answers mean
-nothing, so the needle column says ``n/a``. ``--prefill-chunk N`` sets the HF backend's
-``prefill_chunk`` (default 8192; 0 reads the prompt in one pass) to show what chunking saves.
+random weights, its MLP 512 wide (``long-tiny``) or 16,384 wide (``wide-tiny``, an 8B model's MLP
+width, where one pass over a long prompt holds gigabytes of MLP activations). What they measure is the
+harness's and engine's memory and speed at that length (the attention over 128k positions, the key/value
+cache, the prompt's activations); their answers mean nothing, so the needle column says ``n/a``.
+``--prefill-chunk`` sets the HF backend's ``prefill_chunk`` (``auto``, the default: chunks only for a
+wide MLP; 0: one pass; N: N-token chunks) to show what chunking costs and saves.
 """
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ def child(args) -> int:
     from evalkit.backends.model_dirs import prepare
     from evalkit.taskapi.requests import GenerateRequest, GenParams
 
-    model_dir = str(prepare("smollm2-135m")) if args.model == "smollm2-135m" else long_tiny_dir(prepare)
+    model_dir = str(prepare("smollm2-135m")) if args.model == "smollm2-135m" else made_model_dir(prepare, args.model)
     if args.child == "hf":
         from evalkit.backends.hf import HFBackend
         backend = HFBackend(model_dir, threads=args.threads, prefill_chunk=args.prefill_chunk)
@@ -67,18 +69,22 @@ def child(args) -> int:
     return 0
 
 
-def long_tiny_dir(prepare) -> str:
-    """The ``long-tiny`` model (see the module's docstring), made once under ~/.cache/evalkit."""
+#: the made-for-the-purpose models: name -> MLP width
+MADE = {"long-tiny": 512, "wide-tiny": 16384}
+
+
+def made_model_dir(prepare, name: str) -> str:
+    """``long-tiny`` or ``wide-tiny`` (see the module's docstring), made once under ~/.cache/evalkit."""
     import shutil
 
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    out = Path(os.path.expanduser("~/.cache/evalkit/bench-long-tiny-131k"))
+    out = Path(os.path.expanduser(f"~/.cache/evalkit/bench-{name}-131k"))
     if (out / "config.json").exists():
         return str(out)
     bundled = prepare("smollm2-135m")
-    cfg = LlamaConfig(vocab_size=49152, hidden_size=128, intermediate_size=512, num_hidden_layers=2,
+    cfg = LlamaConfig(vocab_size=49152, hidden_size=128, intermediate_size=MADE[name], num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=131072,
                       rope_theta=1e6, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2)
     torch.manual_seed(0)
@@ -108,7 +114,7 @@ def run_one(backend: str, length: int, args) -> dict:
 
 
 def needle(r: dict, args) -> str:
-    return "n/a" if args.model == "long-tiny" else "found" if r["found"] else "missed"
+    return "n/a" if args.model in MADE else "found" if r["found"] else "missed"
 
 
 def main() -> int:
@@ -116,15 +122,15 @@ def main() -> int:
     ap.add_argument("--lengths", default="1024+2048+4096+8192")
     ap.add_argument("--backends", default="hf+vllm")
     ap.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", "1")))
-    ap.add_argument("--model", choices=("smollm2-135m", "long-tiny"), default="smollm2-135m")
-    ap.add_argument("--prefill-chunk", type=int, default=8192, help="the HF backend's prefill_chunk (0: off)")
+    ap.add_argument("--model", choices=("smollm2-135m", *MADE), default="smollm2-135m")
+    ap.add_argument("--prefill-chunk", default="auto", help="the HF backend's prefill_chunk (auto, 0: off, N)")
     ap.add_argument("--child", choices=("hf", "vllm"), help=argparse.SUPPRESS)
     ap.add_argument("--length", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         return child(args)
     what = "bundled SmolLM2-135M" if args.model == "smollm2-135m" else \
-        "long-tiny (2 layers x 128, 131,072-token context, random weights, bundled tokenizer)"
+        f"{args.model} (2 layers x 128, MLP {MADE[args.model]:,} wide, 131,072-token context, random weights)"
     print(f"{what} fp32 on CPU, {args.threads} thread(s); one niah_grid prompt per length "
           f"(needle at 50 %), 16 greedy tokens; each in its own process; HF prefill_chunk {args.prefill_chunk}")
     print("backend  length  prompt tokens  generate s  prompt tok/s  child CPU s  peak RSS GB (loaded)  needle")
@@ -142,6 +148,7 @@ if __name__ == "__main__":
         sys.exit(main())
     from results_md import record_run
     backends = sys.argv[sys.argv.index("--backends") + 1] if "--backends" in sys.argv else "hf+vllm"
-    section = f"long_context-{backends}" + ("-long-tiny" if "long-tiny" in sys.argv else "") + \
+    model = sys.argv[sys.argv.index("--model") + 1] if "--model" in sys.argv else ""
+    section = f"long_context-{backends}" + (f"-{model}" if model in MADE else "") + \
         ("-chunk" + sys.argv[sys.argv.index("--prefill-chunk") + 1] if "--prefill-chunk" in sys.argv else "")
     sys.exit(record_run(section, main))  # a section per backend set, model and chunk size

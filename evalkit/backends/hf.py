@@ -33,10 +33,15 @@ CPU_GENERATION_ROWS = 8
 # Tokens per scoring forward on CPU: 2,048-token windows ran at ~535 tokens/s 2 or 4 a batch and
 # ~430 8 a batch (2 threads, bundled model), where activations outgrow what the allocator reuses.
 CPU_TOKEN_BUDGET = 8192
-# A prompt longer than this is read this many tokens at a time into the key/value cache
-# (transformers' ``prefill_chunk_size``), so a 100k-token prompt never holds 100k tokens of
-# activations at once (bench/long_context.py measures it); 0 reads every prompt in one pass.
-PREFILL_CHUNK = 8192
+# Long prompts and memory (bench/long_context.py): one pass over an N-token prompt holds the MLP's
+# activations for all N positions (N x intermediate_size, a few times over), while a prompt read in
+# chunks into the key/value cache (transformers' ``prefill_chunk_size``) holds them for a chunk but
+# builds a chunk x N attention mask. ``prefill_chunk=auto`` chunks only where the first outweighs
+# the second: a model whose MLP is wider than AUTO_CHUNK_WIDTH, a prompt longer than PREFILL_CHUNK.
+# Measured on CPU at 64k tokens: a 512-wide MLP peaked at 2.0 GB in one pass and 4.1 GB in 8,192-token
+# chunks; a 16,384-wide one (an 8B model's width) needs chunks.
+PREFILL_CHUNK = 4096
+AUTO_CHUNK_WIDTH = 2048
 
 
 def _read_json(path: str) -> Optional[dict]:
@@ -48,6 +53,19 @@ def _read_json(path: str) -> Optional[dict]:
     return data if isinstance(data, dict) else None
 
 
+def prefill_chunk_option(value):
+    """``auto`` or a token count >= 0 (0: every prompt in one pass), checked once."""
+    if str(value).lower() == "auto":
+        return "auto"
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        n = -1
+    if n < 0:
+        raise ValueError(f"--model-args prefill_chunk={value}: expected auto or a token count >= 0 (0: no chunks)")
+    return n
+
+
 class HFBackend(PairScorer, TokenizerMixin, Backend):
     name = "hf"
 
@@ -56,7 +74,7 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
                  trust_remote_code: bool = False, threads=None, add_bos_token: bool = False,
                  token_budget: Optional[int] = None, chunk_size: Optional[int] = None, share_prefix: bool = True,
                  chat_template: Optional[str] = None, chat_template_kwargs=None,
-                 reasoning_effort: Optional[str] = None, prefill_chunk: int = PREFILL_CHUNK):
+                 reasoning_effort: Optional[str] = None, prefill_chunk="auto"):
         import torch
 
         self.chat_template, self.chat_template_kwargs, template_identity = chat_template_options(
@@ -92,9 +110,7 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
             str(share_prefix).lower() in ("1", "true", "yes")
         self._max_length = int(max_length) if max_length else None
         self.max_gen_toks = int(max_gen_toks)
-        self.prefill_chunk = int(prefill_chunk)
-        if self.prefill_chunk < 0:
-            raise ValueError(f"--model-args prefill_chunk={prefill_chunk}: give a token count >= 0 (0: no chunks)")
+        self._prefill_chunk = prefill_chunk_option(prefill_chunk)
         self.batch_size = batch_size
         self.token_budget = int(token_budget or (CPU_TOKEN_BUDGET if self.device.type == "cpu" else 262144))
         self.chunk_size = int(chunk_size or (64 if self.device.type == "cpu" else 512))
@@ -120,6 +136,15 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
                 tokenizer.pad_token = tokenizer.eos_token
             self._tokenizer = tokenizer
         return self._tokenizer
+
+    @property
+    def prefill_chunk(self) -> int:
+        """Tokens read per pass of a prompt longer than this (0: one pass); ``auto`` (see PREFILL_CHUNK)
+        reads the model's config."""
+        if self._prefill_chunk == "auto":
+            width = getattr(self.config.get_text_config(), "intermediate_size", None) or 0
+            return PREFILL_CHUNK if width > AUTO_CHUNK_WIDTH else 0
+        return self._prefill_chunk
 
     @property
     def config(self):

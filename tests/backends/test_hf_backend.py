@@ -142,3 +142,28 @@ def test_prefix_sharing_falls_back_for_models_without_the_cache_api(hf_backend, 
     assert old.share_prefix is False, "switched off after the first failure"
     for a, b in zip(got, hf_backend.loglikelihood(reqs)):
         assert a.logprob == pytest.approx(b.logprob, abs=2e-4)
+
+
+def test_a_long_prompt_read_in_chunks_gives_the_same_answer(hf_backend, tiny_model_dir, monkeypatch):
+    """``prefill_chunk=N``: a prompt over N tokens is read N at a time into the KV cache (transformers'
+    ``prefill_chunk_size``, asked for exactly then) and greedy decoding answers as one pass does;
+    ``auto`` reads the bundled model (a 1,536-wide MLP) in one pass; a bad value is one line."""
+    from evalkit.backends.hf import HFBackend
+    text = " ".join(f"Item {i} is {i * 7 % 11}." for i in range(60)) + " What is item 13? Item 13 is"
+    req = GenerateRequest(prompt=text, params=GenParams(max_tokens=6, temperature=0.0))
+    assert len(hf_backend.encode(text)) > 300 and hf_backend.prefill_chunk == 0
+    chunked = HFBackend(tiny_model_dir, threads=1, prefill_chunk=128)
+    asked = []
+    real = type(chunked.model).generate
+
+    def spy(self, *a, **kw):
+        asked.append(kw.get("prefill_chunk_size"))
+        return real(self, *a, **kw)
+    monkeypatch.setattr(type(chunked.model), "generate", spy)
+    assert chunked.generate([req])[0][0].text == hf_backend.generate([req])[0][0].text
+    short = GenerateRequest(prompt="Hello there", params=GenParams(max_tokens=2, temperature=0.0))
+    chunked.generate([short])
+    assert asked == [128, None, None]  # chunked, the one-pass backend (spied too: same class), a short prompt
+    for bad in ("-1", "lots"):
+        with pytest.raises(ValueError, match=f"--model-args prefill_chunk={bad}: expected auto or a token count"):
+            HFBackend(tiny_model_dir, prefill_chunk=bad)

@@ -503,3 +503,13 @@ def test_missing_tagger_stops_before_the_model_and_drop_leaves_those_prompts_out
     with pytest.raises(ValueError, match="unknown instruction.*words:nonesuch"):
         evalkit.evaluate(model=chat, tasks=["ifbench"], data={"ifbench": str(local)}, output=None, cache=False,
                          task_args={"ifbench": {"drop": "words:nonesuch"}})
+
+
+def test_drop_takes_a_plus_separated_list_as_task_args_do():
+    """``--task-args`` splits options on commas, so a list option is ``ID+ID`` (as ``lengths=`` is)."""
+    from evalkit.tasks.ifbench.task import dropped_ids
+    from evalkit.util.kvargs import parse_model_args
+    opts = parse_model_args("drop=words:start_verb+count:conjunctions", "--task-args ifbench")
+    assert dropped_ids(opts["drop"]) == ("words:start_verb", "count:conjunctions")
+    with pytest.raises(ValueError, match="unknown instruction.*words:nonesuch"):
+        dropped_ids("words:start_verb+words:nonesuch")
