@@ -7,39 +7,44 @@ from evalkit.backends.catalog import BACKENDS, backend_class  # noqa: F401 (re-e
 from evalkit.util.kvargs import parse_model_args  # noqa: F401 (re-exported)
 
 
-def split_spec(spec: str) -> tuple[str, str]:
+def split_spec(spec: str, flag: str = "--model") -> tuple[str, str]:
+    """``PREFIX:MODEL`` checked; ``flag``: the option the user gave it with (named in the error)."""
     if ":" not in spec:
-        raise ValueError(f"--model {spec!r}: expected PREFIX:MODEL with PREFIX one of {', '.join(BACKENDS)} "
+        raise ValueError(f"{flag} {spec!r}: expected PREFIX:MODEL with PREFIX one of {', '.join(BACKENDS)} "
                          f"(e.g. hf:smollm2-135m)")
     prefix, name = spec.split(":", 1)
     if prefix not in BACKENDS:
-        raise ValueError(f"--model {spec!r}: unknown backend {prefix!r}; allowed: {', '.join(BACKENDS)}")
+        raise ValueError(f"{flag} {spec!r}: unknown backend {prefix!r}; allowed: {', '.join(BACKENDS)}")
+    if not name.strip():
+        raise ValueError(f"{flag} {spec!r}: no model after {prefix}: (e.g. {prefix}:smollm2-135m)")
     return prefix, name
 
 
 DATA_PARALLEL_ARGS = ("data_parallel_size", "ray_address", "cpus_per_engine", "gpus_per_engine")
 
 
-def make_backend(spec: str, model_args: dict | None = None, **extra):
-    prefix, name = split_spec(spec)
+def make_backend(spec: str, model_args: dict | None = None, flags: tuple = ("--model", "--model-args"), **extra):
+    """The backend of ``spec`` with its options; ``flags``: the spec's and the options' flags as the
+    user typed them (``--judge``, ``--judge-args``), named in errors."""
+    prefix, name = split_spec(spec, flags[0])
     cls = backend_class(prefix)
     args = {**(model_args or {}), **extra}
     dp = {k: args.pop(k) for k in DATA_PARALLEL_ARGS if k in args}
     if prefix != "openai" and (int(dp.get("data_parallel_size") or 1) > 1 or dp.get("ray_address")):
-        _check_args(cls, prefix, args)
+        _check_args(cls, prefix, args, flags[1])
         from evalkit.backends.data_parallel import DataParallelBackend
         return DataParallelBackend(prefix, name, args, size=int(dp.get("data_parallel_size") or 1),
                                    ray_address=dp.get("ray_address"), cpus_per_engine=dp.get("cpus_per_engine"),
                                    gpus_per_engine=dp.get("gpus_per_engine"))
-    _check_args(cls, prefix, args)
+    _check_args(cls, prefix, args, flags[1])
     return cls(name, **args)
 
 
-def _check_args(cls, prefix: str, args: dict) -> None:
+def _check_args(cls, prefix: str, args: dict, flag: str = "--model-args") -> None:
     params = inspect.signature(cls.__init__).parameters
     if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
         unknown = [k for k in args if k not in params]
         if unknown:
             allowed = [p for p in params if p not in ("self", "model")]
-            raise ValueError(f"--model-args: {prefix} backend does not take {', '.join(unknown)}; "
+            raise ValueError(f"{flag}: {prefix} backend does not take {', '.join(unknown)}; "
                              f"allowed: {', '.join(allowed + list(DATA_PARALLEL_ARGS))}")

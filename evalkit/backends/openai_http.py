@@ -41,6 +41,7 @@ class _Http:
             raise ValueError(f"--base-url {redact_url(base_url)!r}: {e}") from None
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ValueError(f"--base-url {redact_url(base_url)!r}: expected http(s)://host:port/v1")
+        self.url_flag = "--base-url"  # where the user gives this server's address (a role's: --judge-args base_url=)
         self.https = u.scheme == "https"
         self.host, self.port = u.hostname, port or (443 if self.https else 80)
         self.prefix = u.path.rstrip("/")
@@ -130,7 +131,7 @@ class _Http:
                 status, data, headers = self._once(method, path, body)
             except socket.gaierror as e:  # the host name does not resolve: retrying will not help
                 raise BackendError(f"{method} {self.shown}{path}: cannot resolve {self.host} ({e.strerror or e}); "
-                                   f"check --base-url (offline?)") from None
+                                   f"check {self.url_flag} (offline?)") from None
             except (OSError, http.client.HTTPException) as e:  # refused, reset, timeout, bad status line
                 last, malformed = f"{type(e).__name__}: {e}", False
             else:
@@ -143,7 +144,7 @@ class _Http:
                     detail = redact_text(_error_message(data))
                     if status not in RETRY_STATUS:
                         raise BackendError(f"{method} {self.shown}{path} -> HTTP {status}: {detail}"
-                                           f"{_HINTS.get(status, '')}")
+                                           f"{_HINTS.get(status, '').replace('--base-url', self.url_flag)}")
                     last, malformed = f"HTTP {status}: {detail}", False
                     retry_after = _retry_after(headers)
             if attempt == self.max_retries:
@@ -157,7 +158,7 @@ class _Http:
             time.sleep(delay)
         if malformed:
             raise MalformedReply(f"{method} {self.shown}{path}: {last}")
-        hint = (" Is the server running? Check --base-url." if "Connection" in last or "refused" in last.lower()
+        hint = (f" Is the server running? Check {self.url_flag}." if "Connection" in last or "refused" in last.lower()
                 else "")
         raise BackendError(f"{method} {self.shown}{path} failed after {self.max_retries + 1} attempts; last error: "
                            f"{last}.{hint} Finished work is in the cache: rerun to resume")

@@ -8,7 +8,7 @@ import sys
 
 from evalkit import sinks
 from evalkit.taskapi import registry
-from evalkit.run import validation
+from evalkit.run import roles, validation
 from evalkit.backends import BACKENDS, make_backend, parse_model_args, split_spec
 from evalkit.run.cache import NullCache, ResponseCache
 from evalkit.records import Run, write_run
@@ -138,6 +138,11 @@ def build_config(args) -> RunConfig:
     validation.check_gen_overrides({k: v for k, v in lm_gen.items() if k != "stop"}, "--gen_kwargs")
     gen.update(lm_gen)
     gen = validation.merge_repeats(gen, getattr(args, "repeats", None))
+    parser = getattr(args, "tool_parser", None)
+    if parser is not None:
+        from evalkit.taskapi import tool_parsers
+        if parser not in tool_parsers.names():
+            raise ValueError(f"--tool-parser {parser!r}: unknown; known: {', '.join(tool_parsers.names())}")
     if getattr(args, "fewshot_as_multiturn", None) and not args.apply_chat_template:
         raise ValueError("--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)")
     return RunConfig(tasks=tasks, limit=args.limit, seed=args.seed, num_fewshot=args.num_fewshot,
@@ -227,6 +232,16 @@ def open_cache(args):
     return ResponseCache(Path(args.cache_dir) / "responses.sqlite" if args.cache_dir else None)
 
 
+def roles_of(args) -> tuple:
+    """The run's simulated user, judge and second judge, each from its two flags (checked, not loaded)."""
+    return (roles.ModelRole.of("simulated user", getattr(args, "user_model", None),
+                               getattr(args, "user_model_args", ""), "--user-model", "--user-model-args"),
+            roles.ModelRole.of("judge", getattr(args, "judge", None), getattr(args, "judge_args", ""),
+                               "--judge", "--judge-args"),
+            roles.ModelRole.of("second judge", getattr(args, "second_judge", None),
+                               getattr(args, "second_judge_args", ""), "--second-judge", "--second-judge-args"))
+
+
 def run(args):
     prefix, _ = split_spec(args.model)  # validate before loading anything heavy
     config = build_config(args)
@@ -236,27 +251,19 @@ def run(args):
     reasoning_args.apply(args, config, model_args, prefix)  # trace markers -> config; template kwargs -> backend
     if not args.no_output:
         validation.check_output_dir(args.output)
+    user, judge, second = roles_of(args)
     reward_spec, reward_backend = getattr(args, "reward_model", None), None
+    if not reward_spec and (getattr(args, "reward_args", "") or "").strip():
+        raise validation.ConfigError("--reward-args given without --reward-model: name the reward model with "
+                                     "--reward-model, or drop --reward-args")
     if reward_spec:
         from evalkit.backends.reward_catalog import make_reward_backend, split_reward_spec
         split_reward_spec(reward_spec)
         reward_args = parse_model_args(getattr(args, "reward_args", ""), "--reward-args")
         reward_backend = make_reward_backend(reward_spec, reward_args)  # loads nothing: bad settings fail here
-    user_spec = getattr(args, "user_model", None)
-    user_args = parse_model_args(getattr(args, "user_model_args", ""), "--user-model-args") if user_spec else {}
-    if user_spec:
-        validation.check_model_args(split_spec(user_spec)[0], user_args)
-    judge_spec = getattr(args, "judge", None)
-    judge_args = parse_model_args(getattr(args, "judge_args", ""), "--judge-args") if judge_spec else {}
-    if judge_spec:
-        validation.check_model_args(split_spec(judge_spec)[0], judge_args)
-    second_spec = getattr(args, "second_judge", None)
-    second_args = parse_model_args(getattr(args, "second_judge_args", ""), "--second-judge-args") if second_spec else {}
-    if second_spec:
-        validation.check_model_args(split_spec(second_spec)[0], second_args, "--second-judge-args")
     task_runs = load_tasks(config)  # data errors surface before the model loads
     from evalkit.run import judge_phase
-    judge_phase.check(task_runs, judge_spec, second_spec=second_spec)
+    judge_phase.check(task_runs, judge.spec, second_spec=second.spec)
     if getattr(args, "write_out", False):
         return write_out(config, task_runs)
     cache = open_cache(args)
@@ -266,19 +273,12 @@ def run(args):
         if split_spec(args.model)[0] != "vllm":
             raise ValueError("--lora needs the vllm: backend (one engine serves every adapter)")
         model_args["lora"] = args.lora
-    user_backend = judge_backend = second_backend = None
+    backend = user_backend = judge_backend = second_backend = None
     try:
         backend = make_backend(args.model, model_args)
-        if user_spec:
-            user_backend = make_backend(user_spec, user_args)
-        if judge_spec:
-            judge_backend = make_backend(judge_spec, judge_args)
-        if second_spec:
-            second_backend = make_backend(second_spec, second_args)
+        user_backend, judge_backend, second_backend = user.make(), judge.make(), second.make()
     except BaseException:
-        for b in (locals().get("backend"), user_backend, judge_backend):
-            if b is not None:
-                b.close()
+        roles.close_all(backend, user_backend, judge_backend, second_backend)
         cache.close()
         raise
     outs = []
@@ -291,16 +291,11 @@ def run(args):
             # never costs the results
             outs.append(evaluate(view, config, cache, None, model_spec=args.model, model_args=view_args,
                                  task_runs=task_runs, reward_backend=reward_backend, user_backend=user_backend,
-                                 user_model_spec=user_spec or "", user_model_args=user_args,
-                                 judge_backend=judge_backend, judge_spec=judge_spec or "", judge_args=judge_args,
-                                 second_judge=(second_backend, second_spec, second_args) if second_backend else None))
+                                 user_model_spec=user.spec or "", user_model_args=user.args,
+                                 judge_backend=judge_backend, judge_spec=judge.spec or "", judge_args=judge.args,
+                                 second_judge=(second_backend, second.spec, second.args) if second_backend else None))
     finally:
-        backend.close()
-        for b in (user_backend, judge_backend, second_backend):
-            if b is not None:
-                b.close()
-        if reward_backend is not None:
-            reward_backend.close()
+        roles.close_all(backend, user_backend, judge_backend, second_backend, reward_backend)
         cache.close()
     failed = 0
     for run in outs:

@@ -26,6 +26,11 @@ def check(task_runs, judge_spec, flag: str = "--judge BACKEND:MODEL", second_spe
     if second_spec and not judge_spec:
         raise JudgeMissing(f"a second judge ({second_spec}) needs a first one: name it with {flag}")
     if judge_spec:
+        if not any(_asks(tr.task) for tr in task_runs):
+            names = ", ".join(tr.task.name for tr in task_runs)
+            raise JudgeMissing(f"--judge {judge_spec}: no task of this run asks a judge anything ({names}); the "
+                               f"judged ones are those with judged metrics (arena_hard_v2, healthbench, ...) and "
+                               f"tau2_* (its natural-language assertions): drop --judge or add such a task")
         return
     required = {tr.task.name: [m.name for m in judged.metrics_of(tr.task) if not m.optional] for tr in task_runs}
     need = [t for t, names in required.items() if names]

@@ -90,7 +90,7 @@ class NIAHGrid(RulerNIAH):
     def eval_docs(self) -> list[Doc]:
         if self.options.get("haystack", "repeat") not in ("repeat", "essay"):
             raise ValueError(f"task {self.name}: haystack must be 'repeat' or 'essay'")
-        n = int(self.options.get("samples", 5))
+        n = self.sample_count(5)
         return [Doc(id=f"{length}/{depth:g}/{i}", query="", meta={"variant": self.name, "length": length,
                                                                   "depth": depth, "index": i})
                 for length in self.lengths() for depth in self.depths() for i in range(n)]

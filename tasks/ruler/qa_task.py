@@ -39,7 +39,7 @@ def load(task, dataset: str) -> tuple[list[dict], list[str]]:
 def generate_qa(task, dataset: str, variant: str, length: int, ctx) -> list[dict]:
     """The samples of ``dataset`` at one length, seeded as ``task.RulerNIAH.generate`` seeds the needles."""
     qas, docs = load(task, dataset)
-    n = int(task.options.get("samples", 100))
+    n = task.sample_count()
     base = derive_seed(ctx.seed, task.name, variant, length)
     if task.options.get("seeding", "item") == "sequential":
         stream = random.Random(ctx.seed)

@@ -30,7 +30,7 @@ def generate_kind(task, kind: str, variant: str, length: int, ctx) -> list[dict]
     """The samples of one of RULER's vt / cwe / fwe at one length, seeded from the run seed, the task's
     name, the variant and the length (``seeding=item``), or one set of streams (``seeding=sequential``)."""
     count = lambda text: len(ctx.tokenize(text))  # noqa: E731
-    n = int(task.options.get("samples", 100))
+    n = task.sample_count()
     base = derive_seed(ctx.seed, task.name, variant, length)
     sequential = task.options.get("seeding", "item") == "sequential"
     if sequential:
@@ -51,7 +51,13 @@ class RulerSynthetic(RulerNIAH):
     tokens_to_generate: ClassVar[int] = 0
 
     def generate(self, variant: str, length: int, ctx) -> list[dict]:
-        return generate_kind(self, self.kind, variant, length, ctx)
+        try:
+            return generate_kind(self, self.kind, variant, length, ctx)
+        except ValueError as e:  # RULER's own words, with the task and the option that sets the length
+            if "no sample fits" not in str(e):
+                raise
+            raise ValueError(f"task {self.name}: {e} (lengths={length}): ask a longer length with --task-args "
+                             f"{self.name}:lengths=N") from None
 
     def budget(self, variant: str) -> int:
         return self.tokens_to_generate

@@ -127,13 +127,24 @@ class RulerNIAH(GenerationTask):
     def eval_docs(self) -> list[Doc]:
         """Placeholders (variant, length, index): the prompts need the model's tokenizer, so they are
         generated when the run plans its requests (``requests``)."""
-        n = int(self.options.get("samples", 100))
+        n = self.sample_count()
         if self.options.get("seeding", "item") not in ("item", "sequential"):
             raise ValueError(f"task {self.name}: seeding must be 'item' or 'sequential'")
         if any(VARIANTS.get(v, ("",))[0] == "essay" for v in self.variants):
             self._essay()  # a data error surfaces before the model loads
         return [Doc(id=f"{v}/{length}/{i}", query="", meta={"variant": v, "length": length, "index": i})
                 for v in self.variants for length in self.lengths() for i in range(n)]
+
+    def sample_count(self, default: int = 100) -> int:
+        """The ``samples`` option (per variant and length), checked."""
+        raw = self.options.get("samples", default)
+        try:
+            n = int(raw)
+        except (TypeError, ValueError):
+            n = 0
+        if n < 1:
+            raise ValueError(f"task {self.name}: samples={raw!r}: expected a whole number >= 1 (samples per length)")
+        return n
 
     def docs_within_limit(self, docs, limit):
         from evalkit.taskapi.task import first_of_each_group
@@ -185,7 +196,7 @@ class RulerNIAH(GenerationTask):
         return niah.generate(
             lambda text: len(ctx.tokenize(text)), niah.haystack(kind, self._essay() if kind == "essay" else None),
             max_seq_length=length, type_haystack=kind, type_needle_k=k_kind, type_needle_v=v_kind,
-            num_needle_k=nk, num_needle_v=nv, num_needle_q=nq, num_samples=int(self.options.get("samples", 100)),
+            num_needle_k=nk, num_needle_v=nv, num_needle_q=nq, num_samples=self.sample_count(),
             size_rng=stream if sequential else random.Random(base),
             sample_rng=(lambda i: stream) if sequential else (lambda i: random.Random(derive_seed(base, i))),
             sent_tokenize=sent_tokenize)

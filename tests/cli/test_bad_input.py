@@ -74,6 +74,19 @@ def digest(path: Path) -> str:
     (["--shard", "3/2"], ["--shard '3/2'"]),
     (["--data", "nogsm"], ["--data 'nogsm'", "TASK=PATH"]),
     (["--fewshot-data", "wikitext=/x"], ["--fewshot-data names task(s) not being run: wikitext"]),
+    # #52: each model role's flags named as the user typed them; options without their role refused
+    (["--user-model-args", "base_url=http://127.0.0.1:9/v1"], ["--user-model-args given without --user-model"]),
+    (["--judge-args", "dtype=float32"], ["--judge-args given without --judge"]),
+    (["--second-judge-args", "dtype=float32"], ["--second-judge-args given without --second-judge"]),
+    (["--reward-args", "activation=sigmoid"], ["--reward-args given without --reward-model"]),
+    (["--judge", "junk"], ["--judge 'junk'", "PREFIX:MODEL"]),
+    (["--judge", "hf:"], ["--judge 'hf:'", "no model after hf:"]),
+    (["--user-model", "hf:/missing/model"], ["--user-model 'hf:/missing/model'", "no such folder"]),
+    (["--judge", "hf:smollm2-135m", "--judge-args", "dtype=float7"], ["--judge-args", "dtype='float7'"]),
+    (["--judge", "hf:smollm2-135m", "--judge-args", "colour=red"], ["--judge-args", "does not take colour"]),
+    (["--second-judge", "vllm:x", "--second-judge-args", "max_num_seqs=0"], ["--second-judge-args", "max_num_seqs"]),
+    (["--judge", "hf:smollm2-135m"], ["--judge hf:smollm2-135m", "no task of this run asks a judge", "gsm8k"]),
+    (["--tool-parser", "nope"], ["--tool-parser 'nope': unknown; known: ", "hermes", "pythonic"]),
 ])
 def test_bad_options_fail_before_the_model(capsys, gsm, tmp_path, extra, needles):
     assert_error(capsys, ["run", "--model", NO_MODEL, "--tasks", "gsm8k", "--data", f"gsm8k={gsm}",
@@ -545,3 +558,20 @@ def test_ruler_on_an_openai_server_without_a_tokenizer_names_the_model_arg(capsy
     (run_json,) = (tmp_path / "r").glob("*/run.json")
     rows = json.loads(run_json.read_text())["tasks"]["niah_single_1"]
     assert rows["metrics"]["score"]["n"] == 1
+
+
+@pytest.mark.parametrize("task_args, needles", [
+    ("niah_single_1:samples=0", ["task niah_single_1: samples=0", ">= 1"]),
+    ("niah_grid:samples=lots", ["task niah_grid: samples='lots'"]),
+    ("ruler_vt:lengths=256,samples=1", ["task ruler_vt: variable tracking: no sample fits 256 tokens",
+                                        "--task-args ruler_vt:lengths=N"]),
+])
+def test_ruler_options_name_the_task_and_option(capsys, tmp_path, tiny_model_dir, task_args, needles):
+    """#52 item 10: ``samples=0`` blamed --limit; a length too short for variable tracking named neither."""
+    task = task_args.split(":", 1)[0]
+    with FaultServer() as srv:
+        assert_error(capsys, ["run", "--model", f"openai:{MODEL}", "--model-args",
+                              f"base_url={srv.base_url},tokenizer={tiny_model_dir}", "--tasks", task, "--task-args",
+                              task_args, "--no-cache", "--output", str(tmp_path / "r")], *needles)
+        assert srv.served <= 1  # (the models list at most): nothing generated
+    assert not (tmp_path / "r").exists()
