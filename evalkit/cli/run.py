@@ -106,6 +106,7 @@ def build_config(args) -> RunConfig:
     suite = load_suite(args.suite) if getattr(args, "suite", None) else None
     if not args.tasks and suite is None:
         raise ValueError("name the tasks to run: --tasks T1,T2 or --suite NAME")
+    gen = generation_overrides(args, suite)  # before the task names are looked up (lm-eval's catalog loads)
     tasks = registry.expand(([",".join(suite.task_names())] if suite else []) + ([args.tasks] if args.tasks else []))
     if suite is not None:
         apply_suite(args, suite)
@@ -129,15 +130,9 @@ def build_config(args) -> RunConfig:
                 task_opts.setdefault(t, {})["trust_remote_code"] = True
     validation.check_task_options(task_opts)
     metrics = appended_metrics(tasks, getattr(args, "metric", None))
-    gen = {**(suite.settings.get("gen_kwargs", {}) if suite else {}), **parse_model_args(args.gen_kwargs, "--gen-kwargs")}
-    validation.check_gen_overrides(gen)
     validation.check_num_fewshot(args.num_fewshot)
     from evalkit.cli.options import check_limit
     check_limit(args.limit, "run")  # the shared rule (evalkit.cli.options); gate builds its args here too
-    lm_gen = getattr(args, "lm_eval_gen", None) or {}  # lm-eval's --gen_kwargs, translated
-    validation.check_gen_overrides({k: v for k, v in lm_gen.items() if k != "stop"}, "--gen_kwargs")
-    gen.update(lm_gen)
-    gen = validation.merge_repeats(gen, getattr(args, "repeats", None))
     parser = getattr(args, "tool_parser", None)
     if parser is not None:
         from evalkit.taskapi import tool_parsers
@@ -151,6 +146,16 @@ def build_config(args) -> RunConfig:
                      tags=list(getattr(args, "tag", []) or []), fewshot_paths=fewshot, metrics=metrics,
                      fewshot_as_multiturn=getattr(args, "fewshot_as_multiturn", None),
                      tool_parser=getattr(args, "tool_parser", None), suite=suite.to_record() if suite else None)
+
+
+def generation_overrides(args, suite) -> dict:
+    """The suite's generation settings, then --gen-kwargs, lm-eval's --gen_kwargs and --repeats, checked."""
+    gen = {**(suite.settings.get("gen_kwargs", {}) if suite else {}), **parse_model_args(args.gen_kwargs, "--gen-kwargs")}
+    validation.check_gen_overrides(gen)
+    lm_gen = getattr(args, "lm_eval_gen", None) or {}  # lm-eval's --gen_kwargs, translated
+    validation.check_gen_overrides({k: v for k, v in lm_gen.items() if k != "stop"}, "--gen_kwargs")
+    gen.update(lm_gen)
+    return validation.merge_repeats(gen, getattr(args, "repeats", None))
 
 
 def apply_suite(args, suite) -> None:

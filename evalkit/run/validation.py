@@ -67,13 +67,20 @@ def check_device(device: str, flag: str = "--model-args") -> None:
             raise ConfigError(f"{flag}: device={device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
 
 
+#: the most samples per problem (``n=``, ``--repeats``): the largest repeated-sampling studies draw 10,000
+#: (Brown et al. 2024, "Large Language Monkeys"); past it a typo (``--repeats 1000000000``) would build
+#: billions of requests before sending one
+MAX_SAMPLES_PER_PROBLEM = 10_000
+
+
 def check_gen_overrides(gen: dict, flag: str = "--gen-kwargs") -> None:
     unknown = sorted(set(gen) - set(GEN_KEYS))
     if unknown:
         raise ConfigError(f"{flag}: unknown {', '.join(unknown)}; allowed: {', '.join(sorted(GEN_KEYS))}")
     rules = {
         "max_tokens": (lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
-        "n": (lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+        "n": (lambda v: _is_int(v) and 1 <= v <= MAX_SAMPLES_PER_PROBLEM,
+              f"an integer from 1 to {MAX_SAMPLES_PER_PROBLEM:,} (samples per problem)"),
         "temperature": (lambda v: _is_num(v) and v >= 0, "a number >= 0"),
         "top_p": (lambda v: _is_num(v) and 0 < v <= 1, "a number in (0, 1]"),
         "seed": (lambda v: v is None or _is_int(v), "an integer"),
@@ -91,8 +98,9 @@ def merge_repeats(gen: dict, repeats, flag: str = "--repeats") -> dict:
     """``--repeats K`` is ``n=K`` in the generation overrides (K samples per problem); both given must agree."""
     if repeats is None:
         return gen
-    if not _is_int(repeats) or repeats < 1:
-        raise ConfigError(f"{flag} {repeats!r}: expected an integer >= 1")
+    if not _is_int(repeats) or not 1 <= repeats <= MAX_SAMPLES_PER_PROBLEM:
+        raise ConfigError(f"{flag} {repeats!r}: expected an integer from 1 to {MAX_SAMPLES_PER_PROBLEM:,} "
+                          f"(samples per problem)")
     if "n" in gen and gen["n"] != repeats:
         raise ConfigError(f"{flag} {repeats} and n={gen['n']} in the generation overrides disagree; give one")
     return {**gen, "n": int(repeats)}

@@ -575,3 +575,23 @@ def test_ruler_options_name_the_task_and_option(capsys, tmp_path, tiny_model_dir
                               task_args, "--no-cache", "--output", str(tmp_path / "r")], *needles)
         assert srv.served <= 1  # (the models list at most): nothing generated
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("task, extra", [
+    ("gsm8k", ["--repeats", "100000000"]),
+    ("lm-eval:gsm8k", ["--repeats", "1000000000"]),
+    ("gsm8k", ["--gen-kwargs", "n=20000,temperature=0.7"]),
+])
+def test_samples_per_problem_past_the_ceiling_are_refused_at_once(capsys, gsm, tmp_path, task, extra):
+    """#52 item 1: a billion repeats were accepted and built requests until memory ran out. Refused
+    in one line naming the flag and the ceiling, in well under a second, memory flat."""
+    import resource
+    import time
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    flag = extra[0]
+    assert_error(capsys, ["run", "--model", NO_MODEL, "--tasks", task, "--data", f"{task}={gsm}", "--output",
+                          str(tmp_path / "r"), *extra], flag, "10,000", "samples per problem")
+    assert time.perf_counter() - t0 < 1.0
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50_000  # KB: no request was built
+    assert not (tmp_path / "r").exists()

@@ -92,7 +92,7 @@ def test_repeats_flag_is_n_and_disagreement_is_one_line():
     with pytest.raises(ValueError, match=r"^--repeats 4 and n=8 .*disagree") as e:
         build_config(p.parse_args(base + ["--repeats", "4", "--gen-kwargs", "n=8"]))
     assert "\n" not in str(e.value)
-    with pytest.raises(ValueError, match=r"--repeats 0: expected an integer >= 1"):
+    with pytest.raises(ValueError, match=r"--repeats 0: expected an integer from 1 to 10,000"):
         build_config(p.parse_args(base + ["--repeats", "0"]))
 
 
