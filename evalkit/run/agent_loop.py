@@ -49,6 +49,7 @@ class _Play:
         self.steps = 0       # model turns in this user turn
         self.messages_sent = 0  # with a simulated user: agent replies, user replies, tool-result batches
         self.failed_calls = 0
+        self.calls_made = 0     # the agent's tool calls run so far (max_calls)
         self.state: Optional[str] = None
         self.done = False
         self.t0 = time.monotonic()
@@ -62,13 +63,21 @@ class _Play:
         return ToolChatRequest(canonical_json(seen), tools, self.ep.params, self.ep.parser)
 
     def take(self, comp, seconds: float) -> list[dict]:
-        """The reply goes into the transcript; returns the calls to run (with their ids)."""
-        calls = [dict(c, id=f"call_{len(self.t.turns)}_{k}") for k, c in enumerate(comp.tool_calls or [])]
+        """The reply goes into the transcript; returns the calls to run (with their ids): at most the
+        episode's ``max_calls_per_reply``, and ``max_calls`` in all; the rest are cut and counted."""
+        asked = list(comp.tool_calls or [])
+        room = max(0, min(self.ep.max_calls_per_reply, self.ep.max_calls - self.calls_made))
+        calls = [dict(c, id=f"call_{len(self.t.turns)}_{k}") for k, c in enumerate(asked[:room])]
+        self.calls_made += len(calls)
         usage = comp.usage or {}
         turn = {"user_turn": self.user_turn, "text": comp.text, "tool_calls": [], "results": [],
                 "finish_reason": comp.finish_reason, "parse_error": comp.tool_error,
                 "prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
                 "model_seconds": round(seconds, 3)}
+        if len(asked) > len(calls):
+            turn["calls_cut"] = len(asked) - len(calls)
+            log.warning("agent loop: a reply asked for %d tool calls; %d run (max_calls_per_reply %d, max_calls %d)",
+                        len(asked), len(calls), self.ep.max_calls_per_reply, self.ep.max_calls)
         self.t.turns.append(turn)
         self.t.tokens += int(usage.get("completion_tokens") or 0)
         if self.ep.tool_mode == "native":

@@ -95,6 +95,13 @@ class UserSim:
                 self.max_steps, self.max_errors] + ([self.tools, self.parser] if self.tools != "[]" else [])
 
 
+#: tool calls run from one model reply, and in one episode (a reply of 10,000 calls would otherwise
+#: run 10,000 sandbox jobs; BFCL's longest gold answers make a handful per step, τ²-bench's a few dozen
+#: per episode)
+MAX_CALLS_PER_REPLY = 64
+MAX_CALLS = 1000
+
+
 @dataclass(frozen=True)
 class Episode:
     """One conversation with tools.
@@ -109,7 +116,9 @@ class Episode:
     ``parser``: the tool-call parser for text (``pythonic``, ``hermes``, ``llama3_json``; native mode
     on a server: the server's own unless given);
     ``max_tokens_total``/``max_seconds``: the episode's budget; over it, it ends (``stop_reason``);
-    ``user_sim``: a simulated user answers the agent instead of ``user_turns`` (which is then empty).
+    ``user_sim``: a simulated user answers the agent instead of ``user_turns`` (which is then empty);
+    ``max_calls_per_reply``/``max_calls``: tool calls run from one reply and in the whole episode; the
+    calls past them are cut, never run, and counted in the turn (``calls_cut``).
     """
 
     messages: str
@@ -124,6 +133,8 @@ class Episode:
     max_tokens_total: Optional[int] = None
     max_seconds: Optional[float] = None
     user_sim: Optional[UserSim] = None
+    max_calls_per_reply: int = MAX_CALLS_PER_REPLY
+    max_calls: int = MAX_CALLS
     kind = "episode"
 
     def __post_init__(self):
@@ -159,7 +170,10 @@ class Episode:
         blob = canonical_json([self.messages, list(self.user_turns), self.tools, self.env.digest() if self.env else None,
                                self.added_tools, self.tool_mode, self.parser, self.params.to_dict(), self.max_steps,
                                self.max_tokens_total, self.max_seconds]
-                             + ([self.user_sim.to_json()] if self.user_sim is not None else []))
+                             + ([self.user_sim.to_json()] if self.user_sim is not None else [])
+                             + ([{"max_calls": [self.max_calls_per_reply, self.max_calls]}]  # (keys stay as
+                                if (self.max_calls_per_reply, self.max_calls) != (MAX_CALLS_PER_REPLY, MAX_CALLS)
+                                else []))  # they were at the defaults)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def length(self) -> int:

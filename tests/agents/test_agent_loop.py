@@ -241,3 +241,20 @@ def test_a_simulated_conversation_ends_at_its_message_limit_and_on_an_empty_user
                            task_args={TASK: {"simulated_user": "true"}})
     assert out.user_model["same_as_model"] is True
     assert out.samples[TASK][0]["responses"][0]["stop_reason"] == "user_stop"
+
+
+def test_a_reply_of_ten_thousand_calls_runs_at_most_the_cap_and_counts_the_rest(tmp_path):
+    """#52 item 2: one reply with 10,000 tool calls stalled a multi-turn run (a sandbox job each). At most
+    ``max_calls_per_reply`` run (64), the rest are cut and counted in the turn; the run goes on."""
+    import time
+    from evalkit.taskapi.agent import MAX_CALLS_PER_REPLY
+    flood = "".join(call("get_balance") for _ in range(10_000))
+    replies = iter([flood, "fine"])
+    t0 = time.monotonic()
+    _, rows = run(Scripted(lambda msgs: next(replies)), data=one_doc(tmp_path), max_steps=5)
+    assert time.monotonic() - t0 < 120
+    t = rows[0]["responses"][0]
+    first = t["turns"][0]
+    assert len(first["tool_calls"]) == MAX_CALLS_PER_REPLY == 64 and first["calls_cut"] == 10_000 - 64
+    assert len([m for m in t["messages"] if m["role"] == "tool"]) == 64
+    assert t["responses"] == ["fine"] and rows[0]["metrics"]["tool_calls"] == 64
