@@ -7,6 +7,8 @@ import json
 import logging
 import os
 
+from evalkit.backends.harmony_format import OFFLINE_EFFORTS
+from evalkit.backends.openai_reasoning import EFFORTS
 from evalkit.util.errors import ConfigError
 from evalkit.scoring.thinking import pop_options
 
@@ -29,9 +31,9 @@ def add_reasoning_args(p) -> None:
                         f"{DEFAULT_THINKING_BUDGET}), sampling from the model's generation_config.json when it "
                         f"recommends any (temperature, top_p), greedy otherwise; --gen-kwargs still win")
     g.add_argument("--reasoning-effort", default=None, metavar="LEVEL",
-                   help="reasoning effort (low, medium, high): openai sends it as reasoning_effort; hf and vllm "
-                        "render it into the chat template (gpt-oss: 'Reasoning: LEVEL' in the harmony system "
-                        "message); same as --model-args reasoning_effort=LEVEL")
+                   help="reasoning effort (low, medium, high; openai: also minimal): openai sends it as "
+                        "reasoning_effort; hf and vllm render it into the chat template (gpt-oss: 'Reasoning: LEVEL' "
+                        "in the harmony system message); same as --model-args reasoning_effort=LEVEL")
     g.add_argument("--thinking-budget", type=int, default=None, metavar="N",
                    help="max_tokens under --reasoning (the trace and the answer share it)")
     g.add_argument("--thinking-budgets", default=None, metavar="B1,B2,...",
@@ -65,6 +67,10 @@ def apply(args, config, model_args: dict, prefix: str) -> None:
         model_args["chat_template_kwargs"] = kwargs
     effort = getattr(args, "reasoning_effort", None)
     if effort is not None:
+        allowed = EFFORTS if prefix == "openai" else OFFLINE_EFFORTS
+        if effort not in allowed:
+            raise ConfigError(f"--reasoning-effort {effort!r}: expected one of {', '.join(allowed)}"
+                              + ("" if prefix == "openai" else f" ({prefix}: rendered into the chat template)"))
         if model_args.get("reasoning_effort", effort) != effort:
             raise ConfigError(f"--reasoning-effort {effort} and --model-args reasoning_effort="
                               f"{model_args['reasoning_effort']} differ")
