@@ -76,6 +76,9 @@ def apply(args, config, model_args: dict, prefix: str) -> None:
                               f"{model_args['reasoning_effort']} differ")
         model_args["reasoning_effort"] = effort
     budgets = getattr(args, "thinking_budgets", None)
+    if budgets is not None and getattr(args, "thinking_budget", None) is not None:
+        raise ConfigError("--thinking-budget and --thinking-budgets do not go together: the sweep cuts each trace at "
+                          "every budget it names (the largest bounds the trace); give one of them")
     if budgets is not None:
         from evalkit.run.budget_forcing import BudgetForcing
         try:

@@ -28,11 +28,14 @@ test runs both and finds them cached). A model that answered without opening a t
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 from evalkit.scoring.thinking import ThinkingConfig, prompt_opens_trace
 from evalkit.taskapi.requests import Completion, GenerateRequest
+
+log = logging.getLogger(__name__)
 
 ANSWER_TOKENS = 256
 
@@ -119,6 +122,11 @@ def answer(p, engine, f: BudgetForcing, cfg: ThinkingConfig, tokenizer) -> tuple
     if any(r.kind == "episode" for r in requests):
         raise ValueError("--thinking-budgets does not apply to agent tasks")
     gens = [r for r in requests if isinstance(r, GenerateRequest)]
+    context = getattr(p.ctx, "max_length", None)
+    if context and f.largest + f.answer_tokens >= context:
+        raise ValueError(f"--thinking-budgets {f.largest}: the largest budget and the {f.answer_tokens} answer tokens "
+                         f"do not fit the model's context of {context:,} tokens (before any prompt); give budgets "
+                         f"under {context - f.answer_tokens:,}")
     answers = engine.run([r for r in requests if not isinstance(r, GenerateRequest)]
                          + [trace_request(r, f, cfg) for r in gens])
     encode = lambda s: tokenizer.encode(s, add_special_tokens=False)  # noqa: E731
@@ -135,6 +143,10 @@ def answer(p, engine, f: BudgetForcing, cfg: ThinkingConfig, tokenizer) -> tuple
             req, text, used = forced_request(r, trace, b, f, cfg, encode, decode)
             forced[(r.key(), b)] = (req, text)
             info[b][r.key()] = {"trace_tokens": used, "cut": trace.cut_at(b, f.largest)}
+    if gens and not any(t.thought for t in traces.values()):
+        log.warning("--thinking-budgets: no answer of the %d opened a thinking trace (%s): every budget gives the "
+                    "same answers and the curve is flat; use a reasoning model, or its thinking chat template "
+                    "(--chat-template-kwargs, --reasoning-effort)", len(gens), cfg.start)
     done = engine.run([req for req, _ in forced.values()])
     out = {}
     for b in f.budgets:

@@ -87,6 +87,8 @@ def digest(path: Path) -> str:
     (["--second-judge", "vllm:x", "--second-judge-args", "max_num_seqs=0"], ["--second-judge-args", "max_num_seqs"]),
     (["--judge", "hf:smollm2-135m"], ["--judge hf:smollm2-135m", "no task of this run asks a judge", "gsm8k"]),
     (["--tool-parser", "nope"], ["--tool-parser 'nope': unknown; known: ", "hermes", "pythonic"]),
+    (["--thinking-budgets", "8,16", "--thinking-budget", "64", "--reasoning"],
+     ["--thinking-budget and --thinking-budgets do not go together"]),
     (["--reasoning-effort", "extreme"], ["--reasoning-effort 'extreme': expected one of low, medium, high (hf:"]),
 ])
 def test_bad_options_fail_before_the_model(capsys, gsm, tmp_path, extra, needles):

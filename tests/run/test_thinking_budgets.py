@@ -140,3 +140,16 @@ def test_evalkit_score_rescores_every_budget_from_the_rows(runs, tmp_path):
     assert [per[b]["metrics"] for b in ("16", "32")] == [old[0][b]["metrics"] for b in ("16", "32")]
     want = (sum(p["8"]["metrics"]["exact_match_flexible"] for p in old[1:]) + 1.0) / 3
     assert moved.tasks["gsm8k"].breakdowns["thinking_budget:8"]["exact_match_flexible"]["value"] == pytest.approx(want)
+
+
+def test_setups_that_cannot_mean_anything_are_refused_or_warned(tiny_model_dir, hf_backend, tmp_path, caplog):
+    """#52 item 9: a budget past the model's context is refused before any generation; a model that never
+    opens a thinking trace gives a flat curve, and the run says so."""
+    opts = dict(model=hf_backend, tasks=["gsm8k"], limit=1, data={"gsm8k": str(shared("gsm8k"))}, num_fewshot=0,
+                apply_chat_template=True, forced_answer_tokens=8, output=None, cache_dir=str(tmp_path / "c"))
+    with pytest.raises(ValueError, match=r"--thinking-budgets 1000000000: .* context of 8,192 tokens"):
+        evalkit.evaluate(thinking_budgets=[16, 10 ** 9], **opts)
+    with caplog.at_level("WARNING"):
+        evalkit.evaluate(thinking_budgets=[4, 8], **opts)  # the bundled template opens no <think>
+    assert any("no answer of the 1 opened a thinking trace" in r.getMessage() and "curve is flat" in r.getMessage()
+               for r in caplog.records)
