@@ -74,12 +74,30 @@ def category_files(path: Path, category: str) -> tuple[Path, Optional[Path]]:
     if not questions.is_file():
         raise DataError(f"{path}: no {name} for BFCL category {category} (expected the data/ folder of the "
                         f"bfcl-eval package, or the question file itself)")
+    if path.is_file():
+        looks_like_bfcl(questions, category)
     if kind_of(category) != "ast":
         return questions, None
     answers = questions.parent / "possible_answer" / questions.name
     if not answers.is_file():
         raise DataError(f"{answers}: no such file (the possible answers of {questions.name})")
     return questions, answers
+
+
+def looks_like_bfcl(questions: Path, category: str) -> None:
+    """A file given as the data: its first record must be a BFCL question (``id``, ``question``,
+    ``function``), else one line saying it is not BFCL's format (not a missing answers file)."""
+    try:
+        first = next(iter(jsonl_records(questions)), None)
+    except DataError as e:
+        raise DataError(f"{questions}: not a BFCL question file (BFCL's {PREFIX}{category}.json holds one JSON "
+                        f"object a line; {str(e).split(': ', 1)[-1]})") from None
+    if first is None:
+        raise DataError(f"{questions}: empty (expected BFCL's {PREFIX}{category}.json question lines)")
+    missing = [k for k in ("id", "question", "function") if k not in first.data]
+    if missing:
+        raise DataError(f"{first.where}: not a BFCL question file (no {', '.join(repr(k) for k in missing)} field; "
+                        f"BFCL's questions are {PREFIX}{category}.json in its data/ folder)")
 
 
 def read_category(path: Path, category: str) -> Iterator[Record]:

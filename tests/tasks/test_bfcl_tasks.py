@@ -258,3 +258,17 @@ def test_evalkit_run_bfcl_simple_python_on_the_bundled_model(tmp_path, tiny_mode
         assert r["target"] and set(r["metrics"]) == set(entry.metrics)
         assert (r["metrics"]["accuracy"] == 1.0) == (r["extra"]["error_type"] == "")
         assert (r["extracted"] is None) == (r["extra"]["error_type"] == "ast_decoder:decoder_failed")
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[\n  {"question": "not BFCL"}\n]\n', r"other\.json: not a BFCL question file \(BFCL's BFCL_v4_simple_python\.json "
+                                           r"holds one JSON object a line; invalid JSON"),
+    ('{"prompt": "hi", "answer": 3}\n', r"other\.json:1: not a BFCL question file \(no 'id', 'question', 'function'"),
+    ("", r"other\.json: empty"),
+])
+def test_a_file_that_is_not_bfcls_says_so(tmp_path, text, message):
+    """#52 item 12: another JSON file as --data was reported as a missing possible_answer/ folder."""
+    f = tmp_path / "other.json"
+    f.write_text(text)
+    with pytest.raises(DataError, match=message):
+        registry.get_task_class("bfcl_simple_python")(data_path=str(f)).eval_docs()
