@@ -34,6 +34,9 @@ def add_import_parser(fmt, parse_task_map) -> None:
     q.add_argument("--allow-mismatch", action="store_true",
                    help="import samples that are no doc of the mapped evalkit task under Inspect's task name "
                         "and sample ids, with a note")
+    q.add_argument("--force", action="store_true",
+                   help="import a log whose eval id is already among the records in --output (default: skipped "
+                        "with a note, as is a second copy of one log)")
     q.set_defaults(func=run_import, parse_task_map=parse_task_map)
 
 
@@ -58,11 +61,33 @@ def run_import(args) -> int:
     if unused:
         raise ValueError(f"--task-map names Inspect task(s) in none of the logs: {', '.join(unused)} "
                          f"(the logs hold {', '.join(sorted(tasks))})")
+    done = {} if getattr(args, "force", False) else imported_eval_ids(args.output)
     for path, log in logs:
+        eval_id = log.eval.eval_id
+        if eval_id in done:
+            print(f"{path}: skipped: its eval {eval_id} is already imported ({done[eval_id]}); --force imports it again")
+            continue
         run_, rows, notes = import_log(path, log, task_map, data, args.label, args.allow_mismatch, metric_map)
         out = write_run(args.output, run_, rows)
+        if not getattr(args, "force", False):
+            done[eval_id] = out
         print_imported(path, out, run_, notes, "Inspect", "inspect", lambda info, _: f" x {info['epochs']} epoch(s)")
     return 0
+
+
+def imported_eval_ids(output) -> dict:
+    """``{Inspect eval id: run folder}`` of the records under ``output`` imported from Inspect logs."""
+    import json
+    from pathlib import Path
+    out = {}
+    for run_json in sorted(Path(output).glob("*/run.json")) if Path(output).is_dir() else []:
+        try:
+            inspect_info = (json.loads(run_json.read_text(encoding="utf-8")).get("config") or {}).get("inspect") or {}
+        except (OSError, ValueError, AttributeError):
+            continue  # not a record this import can read: it pairs with nothing
+        if isinstance(inspect_info, dict) and inspect_info.get("eval_id"):
+            out.setdefault(inspect_info["eval_id"], run_json.parent)
+    return out
 
 
 def _pairs(items, flag: str, form: str) -> dict:

@@ -32,6 +32,7 @@ from evalkit.lm_eval_io.importer import contradiction, evalkit_docs
 from evalkit.records import ModelInfo, Run, TaskEntry, hashes, new_run, samples_filename, scrub
 from evalkit.scoring.stats import mean_metric
 from evalkit.taskapi import registry
+from evalkit.taskapi.data import DataError
 from evalkit.taskapi.items import RunContext, content_hash
 from evalkit.util.errors import EvalkitError
 
@@ -141,6 +142,11 @@ def import_task(path: Path, log, ek_task: Optional[str], data_path: Optional[str
     to_float = value_to_float()
     metric_map = dict((own_task or {}).get("metric_map") or metric_map or {})
     rows, missed, same_prompt, seen = [], 0, 0, set()
+    known = set(_inspect_figures(log)) | {k for sample in _ordered(log) for k in (sample.scores or {})}
+    unknown = sorted(k for k in metric_map if k not in known and k.split("/", 1)[0] not in known)
+    if unknown and not own_task:
+        raise DataError(f"--metric-map names metric(s) in no scorer of {path}: {', '.join(unknown)} (its scorers: "
+                        f"{', '.join(sorted(known)) or 'none'})")
     ctx = RunContext(num_fewshot=0)
     for sample in _ordered(log):
         own = (sample.metadata or {}).get(META_KEY) if own_task else None

@@ -297,3 +297,26 @@ def test_a_dependency_inspect_lacks_is_named_not_called_a_bug(logs, tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr and "bug" not in r.stderr, r.stderr
     line = r.stderr.strip().splitlines()[-1]
     assert "'inspect_ai'" in line and "'jsonpatch_not_installed_here'" in line and "pip install" in line, line
+
+
+def test_a_log_imported_twice_or_copied_is_one_record_and_a_bad_metric_map_is_one_line(logs, tmp_path, capsys):
+    """#52 item 11: 200 copies of one log became 200 records, a second import another one, and a
+    --metric-map naming no scorer of the log was silently accepted."""
+    import shutil
+    path = _one(logs / "tiny_eval")
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    for k in range(5):
+        shutil.copy(path, copies / f"copy{k}{path.suffix}")
+    out = tmp_path / "r"
+    assert main(["import", "inspect", str(copies), "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert len(list(out.glob("*/run.json"))) == 1 and printed.count("skipped: its eval") == 4
+    assert main(["import", "inspect", str(path), "--output", str(out)]) == 0
+    assert "already imported" in capsys.readouterr().out and len(list(out.glob("*/run.json"))) == 1
+    assert main(["import", "inspect", str(path), "--output", str(out), "--force"]) == 0
+    assert len(list(out.glob("*/run.json"))) == 2
+    assert main(["import", "inspect", str(path), "--output", str(tmp_path / "m"), "--metric-map", "nosuch=acc"]) == 2
+    err = capsys.readouterr().err
+    assert "--metric-map names metric(s) in no scorer of" in err and "nosuch" in err and "match" in err
+    assert not (tmp_path / "m").exists() or not list((tmp_path / "m").glob("*/run.json"))
