@@ -54,12 +54,15 @@ def load_builtin() -> None:
 def include_path(path: str) -> None:
     """Import every ``*.py`` file in a folder (or one file) so its @register_task classes register."""
     load_builtin()
-    if any(c.include(path) for c in _CATALOGS):  # a folder of lm-eval YAML configs
-        return
     p = Path(path)
-    files = [p] if p.is_file() else sorted(p.glob("*.py"))
+    if not p.exists():
+        raise ValueError(f"--include-path {path}: no such file or folder (give a folder of evalkit .py task files or "
+                         f"of lm-eval YAML task configs, or one such file)")
+    if any(c.include(path) for c in _CATALOGS):  # lm-eval YAML configs
+        return
+    files = [p] if p.is_file() and p.suffix == ".py" else sorted(p.glob("*.py")) if p.is_dir() else []
     if not files:
-        raise ValueError(f"--include-path {path}: no .py task files found")
+        raise ValueError(f"--include-path {path}: no evalkit .py task files and no lm-eval .yaml configs there")
     for f in files:
         mod_name = f"evalkit_user_tasks.{f.stem}"
         spec = importlib.util.spec_from_file_location(mod_name, f)

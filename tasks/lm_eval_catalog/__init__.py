@@ -31,7 +31,8 @@ class _Catalog:
         p = Path(path)
         if not (p.is_dir() and (any(p.rglob("*.yaml")) or any(p.rglob("*.yml")))) and p.suffix not in (".yaml", ".yml"):
             return False
-        catalog.add_include_path(str(p))
+        # lm-eval reads folders: a single config is read from its folder (with what else the folder holds)
+        catalog.add_include_path(str(p.parent if p.is_file() else p))
         return True
 
 

@@ -9,6 +9,8 @@ across all tasks of the run, deduplicated, cached and resumable.
 """
 from __future__ import annotations
 
+import contextlib
+import logging
 from collections import defaultdict
 from functools import lru_cache
 from typing import ClassVar, Optional, Sequence
@@ -24,6 +26,23 @@ from .local_data import datasets_from
 from .metrics import Declared, group_metrics, is_mean, lm_eval_value
 
 
+@contextlib.contextmanager
+def lm_eval_errors():
+    """The error lines lm-eval logs meanwhile (they often name what its exception does not)."""
+    said: list = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            said.append(record.getMessage().splitlines()[0][:300])
+
+    handler, logger = Keep(logging.ERROR), logging.getLogger("lm_eval")
+    logger.addHandler(handler)
+    try:
+        yield said
+    finally:
+        logger.removeHandler(handler)
+
+
 class LmEvalTask(Task):
     lm_eval_name: ClassVar[str] = ""
     family: ClassVar[Optional[str]] = "lm-eval"
@@ -33,7 +52,8 @@ class LmEvalTask(Task):
     def __init__(self, data_path: Optional[str] = None, **options):
         super().__init__(data_path, **options)
         ensure_punkt_tab()  # IFEval's checkers (and a few others) split sentences with NLTK's punkt_tab
-        with datasets_from(self.name, data_path, bool(options.get("trust_remote_code"))):
+        with datasets_from(self.name, data_path, bool(options.get("trust_remote_code"))), \
+                lm_eval_errors() as said:
             try:
                 loaded = catalog.manager().load([self.lm_eval_name])
             except ConfigError:
@@ -41,8 +61,9 @@ class LmEvalTask(Task):
             except Exception as e:  # noqa: BLE001 (YAML errors, a hook failing at load)
                 entry = catalog.manager().task_index.get(self.lm_eval_name)
                 where = f" ({entry.yaml_path})" if entry is not None and entry.yaml_path else ""
+                cause = f" (lm-eval said: {said[-1]})" if said else ""  # e.g. the unknown metric's name
                 raise ConfigError(f"task {self.name}{where}: lm-eval could not build it: {type(e).__name__}: "
-                                  f"{str(e).splitlines()[0] if str(e) else ''}") from e
+                                  f"{str(e).splitlines()[0] if str(e) else ''}{cause}") from e
         self.leaves = {n: Leaf(t, n) for n, t in loaded["tasks"].items()}
         self.groups = {n: g for n, g in loaded["groups"].items() if g.has_aggregation}
         self.group = self.groups.get(self.lm_eval_name)

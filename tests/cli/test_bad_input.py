@@ -598,3 +598,36 @@ def test_samples_per_problem_past_the_ceiling_are_refused_at_once(capsys, gsm, t
     assert time.perf_counter() - t0 < 1.0
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50_000  # KB: no request was built
     assert not (tmp_path / "r").exists()
+
+
+YAML_TASK = """task: my_yaml_task
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: generate_until
+doc_to_text: "Q: {{{{q}}}}\\nA:"
+doc_to_target: "{{{{a}}}}"
+generation_kwargs:
+  until: ["\\n"]
+metric_list:
+  - metric: {metric}
+"""
+
+
+def test_lm_eval_yaml_errors_name_their_cause(capsys, tmp_path):
+    """#52 item 8: an unknown metric ended in 'KeyError: None'; a missing --include-path said 'no .py task
+    files'; --include-path FILE.yaml was ignored."""
+    pytest.importorskip("lm_eval")
+    (tmp_path / "data.jsonl").write_text('{"q": "1+1", "a": "2"}\n')
+    yaml = tmp_path / "cfg" / "mytask.yaml"
+    yaml.parent.mkdir()
+    yaml.write_text(YAML_TASK.format(data=tmp_path / "data.jsonl", metric="nosuch_metric"))
+    base = ["run", "--model", NO_MODEL, "--tasks", "lm-eval:my_yaml_task", "--no-output"]
+    assert_error(capsys, [*base, "--include-path", str(yaml)], "lm-eval:my_yaml_task", "nosuch_metric")
+    assert_error(capsys, [*base, "--include-path", str(tmp_path / "nope")],
+                 f"--include-path {tmp_path / 'nope'}: no such file or folder")
+    yaml.write_text(YAML_TASK.format(data=tmp_path / "data.jsonl", metric="exact_match"))
+    rc, out, err = run_cli(capsys, *base, "--include-path", str(yaml), "--write-out")
+    assert rc == 0 and "Q: 1+1" in out, err  # one YAML file given: its task is found
