@@ -630,4 +630,4 @@ def test_lm_eval_yaml_errors_name_their_cause(capsys, tmp_path):
                  f"--include-path {tmp_path / 'nope'}: no such file or folder")
     yaml.write_text(YAML_TASK.format(data=tmp_path / "data.jsonl", metric="exact_match"))
     rc, out, err = run_cli(capsys, *base, "--include-path", str(yaml), "--write-out")
-    assert rc == 0 and "Q: 1+1" in out, err  # one YAML file given: its task is found
+    assert rc == 0 and "lm-eval:my_yaml_task doc 0" in out, err  # one YAML file given: its task is found
