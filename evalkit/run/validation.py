@@ -140,18 +140,47 @@ def task_option_names(cls) -> set | None:
     return names
 
 
+#: the type and range of task options that mean the same in every task taking them (a task's own
+#: ``option_rules`` adds to or overrides these): name -> (kind, least, most)
+TASK_OPTION_RULES = {
+    "max_steps": ("int", 1, None), "max_errors": ("int", 1, None), "trials": ("int", 1, None),
+    "max_tokens": ("int", 1, None), "judge_max_tokens": ("int", 1, None), "samples": ("int", 1, None),
+    "max_messages": ("int", 1, None), "user_temperature": ("number", 0.0, None), "threshold": ("number", 0.0, 1.0),
+}
+
+
+def check_option_value(task: str, key: str, value, rule: tuple, flag: str = "--task-args") -> None:
+    kind, least, most = rule
+    shown = value
+    if isinstance(value, str):  # (the Python API may pass "5")
+        try:
+            value = int(value) if kind == "int" else float(value)
+        except ValueError:
+            pass
+    ok = _is_int(value) if kind == "int" else _is_num(value)
+    if ok and (value < least or (most is not None and value > most)):
+        ok = False
+    if not ok:
+        what = "an integer" if kind == "int" else "a number"
+        span = f" from {least:g} to {most:g}" if most is not None else f" >= {least:g}"
+        raise ConfigError(f"{flag} {task}: {key}={shown!r}: expected {what}{span}")
+
+
 def check_task_options(task_options: dict, flag: str = "--task-args") -> None:
     from evalkit.taskapi import registry
 
     for task, opts in task_options.items():
         cls = registry.get_task_class(task)
         known = task_option_names(cls)
-        if known is None:
-            continue
-        unknown = sorted(set(opts) - known)
-        if unknown:
-            takes = ", ".join(sorted(known - ALWAYS_ALLOWED)) or "none"
-            raise ConfigError(f"{flag} {task}: unknown option(s) {', '.join(unknown)}; task {task} takes: {takes}")
+        if known is not None:
+            unknown = sorted(set(opts) - known)
+            if unknown:
+                takes = ", ".join(sorted(known - ALWAYS_ALLOWED)) or "none"
+                raise ConfigError(f"{flag} {task}: unknown option(s) {', '.join(unknown)}; task {task} takes: {takes}")
+        rules = {**TASK_OPTION_RULES, **(getattr(cls, "option_rules", None) or {})}
+        for key, value in opts.items():
+            if key in rules:
+                check_option_value(task, key, value, rules[key], flag)
 
 
 def check_output_file(path: str, flag: str = "--output") -> None:

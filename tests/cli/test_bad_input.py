@@ -65,6 +65,7 @@ def digest(path: Path) -> str:
     (["--gen-kwargs", "max_token=3"], ["--gen-kwargs", "unknown max_token", "max_tokens"]),
     (["--task-args", "gsm8k:shots=3"], ["--task-args gsm8k", "unknown option(s) shots"]),
     (["--task-args", "wikitext:x=1"], ["--task-args", "'wikitext' is not being run"]),
+
     (["--model-args", "dtype=float77"], ["--model-args", "dtype='float77'", "float32"]),
     (["--model-args", "junk"], ["--model-args: 'junk' is not key=value"]),  # #38: was a traceback
     (["--model-args", "batch_size=-1"], ["--model-args", "batch_size=-1"]),
@@ -631,3 +632,18 @@ def test_lm_eval_yaml_errors_name_their_cause(capsys, tmp_path):
     yaml.write_text(YAML_TASK.format(data=tmp_path / "data.jsonl", metric="exact_match"))
     rc, out, err = run_cli(capsys, *base, "--include-path", str(yaml), "--write-out")
     assert rc == 0 and "lm-eval:my_yaml_task doc 0" in out, err  # one YAML file given: its task is found
+
+
+@pytest.mark.parametrize("task, option, needle", [
+    ("tau2_airline", "user_temperature=-3", "--task-args tau2_airline: user_temperature=-3: expected a number >= 0"),
+    ("bfcl_multi_turn_base", "max_steps=0", "--task-args bfcl_multi_turn_base: max_steps=0: expected an integer >= 1"),
+    ("bfcl_multi_turn_base", "max_steps=abc", "max_steps='abc': expected an integer >= 1"),
+    ("niah_single_1", "threshold=2", "niah_single_1: threshold=2: expected a number from 0 to 1"),
+    ("arena_hard_v2", "judge_max_tokens=0", "arena_hard_v2: judge_max_tokens=0: expected an integer >= 1"),
+])
+def test_task_options_have_types_and_ranges(capsys, tmp_path, task, option, needle):
+    """#52 item 5: a negative user temperature and max_steps=0 were accepted, max_steps=abc gave a bare
+    'invalid literal for int()'; every task's options are checked as --gen-kwargs are, before any model."""
+    assert_error(capsys, ["run", "--model", NO_MODEL, "--tasks", task, "--task-args", f"{task}:{option}",
+                          "--output", str(tmp_path / "r")], needle)
+    assert not (tmp_path / "r").exists()
