@@ -11,7 +11,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 
 # how the command at hand takes local data (``evalkit score`` sets "--data PATH")
@@ -61,6 +61,16 @@ def installed_package_path(module: str, *parts: str) -> Optional[Path]:
         if path.exists():
             return path
     return None
+
+
+def file_in(path: Path, names: Sequence[str]) -> Path:
+    """The data file at ``path``: the file itself, or the first of ``names`` in that folder."""
+    if path.is_file():
+        return path
+    for name in names:
+        if (path / name).is_file():
+            return path / name
+    raise DataError(f"{path}: no {names[0]} here (looked for {', '.join(names)})")
 
 
 def require(record: dict, name: str, kind: type | tuple = str):

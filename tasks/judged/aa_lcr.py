@@ -39,7 +39,8 @@ from typing import ClassVar, Iterator, Optional
 
 from evalkit.scoring.metric import Metric
 from evalkit.taskapi.chat_turn import ChatTurnTask
-from evalkit.taskapi.data import DataError, DataSource, Provenance, Record, installed_package_path, require
+from evalkit.taskapi.data import (DataError, DataSource, Provenance, Record, file_in, installed_package_path,
+                                  require)
 from evalkit.taskapi.judged import JudgeAsk, JudgedMetric
 from evalkit.taskapi.requests import GenParams
 from evalkit.taskapi.task import Doc, Scored, register_task
@@ -95,12 +96,8 @@ def default_data_file(task: str) -> Path:
 
 
 def data_file(path: Path) -> Path:
-    if path.is_file():
-        return path
-    for name in _IN_FOLDER:
-        if (path / name).is_file():
-            return path / name
-    raise DataError(f"{path}: no {FILE} here (looked for {', '.join(_IN_FOLDER)})")
+    """The data file at ``path`` (the file itself or a folder holding it)."""
+    return file_in(path, _IN_FOLDER)
 
 
 def read(path: Path, split: str) -> Iterator[Record]:

@@ -22,7 +22,7 @@ from typing import Optional
 from evalkit.scoring.metric import Metric
 from evalkit.taskapi.agent import Transcript
 from evalkit.taskapi.judged import JudgeAsk, JudgedMetric
-from evalkit.taskapi.requests import GenerateRequest, GenParams
+from evalkit.taskapi.requests import GenerateRequest
 
 SYSTEM = """
         TASK

@@ -408,7 +408,6 @@ def test_a_causal_lm_is_refused_as_a_reward_model(capsys, gsm, tmp_path, tiny_mo
 def test_a_cache_whose_pages_are_in_its_wal_is_recovered_not_refused(tmp_path):
     """#38: after a full disk cut a checkpoint short, the main file is shorter than its header says
     but every answer is in the WAL: the cache opens with all of them (it was refused as truncated)."""
-    import sqlite3
     from evalkit.run.cache import ResponseCache
     from evalkit.taskapi.requests import LoglikelihoodResult
     live = tmp_path / "live" / "responses.sqlite"

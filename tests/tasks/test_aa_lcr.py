@@ -25,7 +25,6 @@ import math
 import subprocess
 import sys
 import types
-from pathlib import Path
 
 import pandas as pd
 import pytest
