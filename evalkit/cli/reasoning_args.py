@@ -79,6 +79,9 @@ def apply(args, config, model_args: dict, prefix: str) -> None:
     if budgets is not None and getattr(args, "thinking_budget", None) is not None:
         raise ConfigError("--thinking-budget and --thinking-budgets do not go together: the sweep cuts each trace at "
                           "every budget it names (the largest bounds the trace); give one of them")
+    if budgets is not None and int(config.gen_overrides.get("n", 1)) > 1:
+        raise ConfigError(f"--thinking-budgets takes one completion per problem (it cuts one trace at each budget); "
+                          f"drop --repeats / n={config.gen_overrides['n']}")
     if budgets is not None:
         from evalkit.run.budget_forcing import BudgetForcing
         try:

@@ -307,7 +307,7 @@ def run(args):
         print(format_table(run))
         if run.suite and run.suite.get("leaderboard_v2"):
             print(format_suite(run.suite))
-        budget_warnings(run)
+        budget_warnings(run, bool(getattr(args, "reasoning", False)))
         if run.config.get("budget_forcing"):
             from evalkit.run.budget_forcing import curve_lines
             print("\n".join(curve_lines(run)))
@@ -355,11 +355,14 @@ def write_out(config: RunConfig, task_runs, n: int = 3) -> int:
     return 0
 
 
-def budget_warnings(run: Run) -> None:
-    """One line per task whose budget shares exceed 5% (hit max_tokens, unclosed trace, no answer)."""
+def budget_warnings(run: Run, reasoning: bool = False) -> None:
+    """One line per task whose budget shares exceed 5% (hit max_tokens, unclosed trace, no answer);
+    under ``--reasoning`` the advice is its own budget flag."""
     from evalkit.scoring.budgets import run_usage
     for task, t in run.tasks.items():
         for w in (t.budget or {}).get("warnings") or []:
+            if reasoning:
+                w = w.replace("raise --gen-kwargs max_tokens, or use --reasoning", "raise --thinking-budget")
             print(f"evalkit run: warning: {task}: {w}", file=sys.stderr)
     usage = run_usage(run.tasks)
     if usage:

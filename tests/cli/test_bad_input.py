@@ -90,6 +90,8 @@ def digest(path: Path) -> str:
     (["--tool-parser", "nope"], ["--tool-parser 'nope': unknown; known: ", "hermes", "pythonic"]),
     (["--thinking-budgets", "8,16", "--thinking-budget", "64", "--reasoning"],
      ["--thinking-budget and --thinking-budgets do not go together"]),
+    (["--thinking-budgets", "8,16", "--repeats", "4"], ["--thinking-budgets takes one completion per problem",
+                                                          "drop --repeats / n=4"]),
     (["--reasoning-effort", "extreme"], ["--reasoning-effort 'extreme': expected one of low, medium, high (hf:"]),
 ])
 def test_bad_options_fail_before_the_model(capsys, gsm, tmp_path, extra, needles):

@@ -153,3 +153,18 @@ def test_setups_that_cannot_mean_anything_are_refused_or_warned(tiny_model_dir, 
         evalkit.evaluate(thinking_budgets=[4, 8], **opts)  # the bundled template opens no <think>
     assert any("no answer of the 1 opened a thinking trace" in r.getMessage() and "curve is flat" in r.getMessage()
                for r in caplog.records)
+
+
+def test_the_max_tokens_advice_under_reasoning_names_its_own_flag(capsys, monkeypatch):
+    """#52 item 9: the warning advised --reasoning to a run that had given it."""
+    from types import SimpleNamespace
+    import evalkit.scoring.budgets as budgets
+    from evalkit.cli.run import budget_warnings
+    line = f"40% of responses {budgets._WHAT['hit_token_limit']}"
+    run = SimpleNamespace(tasks={"gsm8k": SimpleNamespace(budget={"warnings": [line]})})
+    monkeypatch.setattr(budgets, "run_usage", lambda tasks: {})
+    budget_warnings(run, reasoning=False)
+    assert "or use --reasoning" in capsys.readouterr().err
+    budget_warnings(run, reasoning=True)
+    err = capsys.readouterr().err
+    assert "raise --thinking-budget" in err and "--reasoning" not in err
