@@ -87,10 +87,32 @@ class _Loader:
         try:
             return self.real(path=path, name=name, **kwargs)
         except Exception as e:  # noqa: BLE001 (hub, network and script errors all end here)
+            local = _local_files(kwargs.get("data_files"))
+            if local:  # the YAML's own data files: name them and what was wrong with them
+                root = _root_cause(e)
+                raise ConfigError(f"{self.what}: its data file(s) {', '.join(local)} could not be read "
+                                  f"({type(root).__name__}: {str(root).splitlines()[0][:200] if str(root) else ''})"
+                                  ) from None
             where = f"{path}" + (f" (config {name!r})" if name else "")
             raise ConfigError(f"{self.what}: the dataset {where} could not be loaded ({type(e).__name__}: "
                               f"{str(e).splitlines()[0][:160] if str(e) else ''}); offline, pass "
                               f"--data {self.what}=PATH with its files in the hub layout") from None
+
+
+def _local_files(data_files) -> list[str]:
+    """The local paths among a ``data_files`` argument (a path, a list, or split -> either)."""
+    items = data_files.values() if isinstance(data_files, dict) else [data_files]
+    flat = [x for item in items for x in (item if isinstance(item, (list, tuple)) else [item])]
+    return [str(x) for x in flat if isinstance(x, (str, Path)) and Path(x).exists()]
+
+
+def _root_cause(e: BaseException) -> BaseException:
+    """The innermost exception ``e`` was raised from (datasets wraps the parser's error)."""
+    seen = set()
+    while (e.__cause__ or e.__context__) is not None and id(e) not in seen:
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return e
 
 
 @contextlib.contextmanager
