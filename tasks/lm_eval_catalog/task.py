@@ -26,6 +26,21 @@ from .local_data import datasets_from
 from .metrics import Declared, group_metrics, is_mean, lm_eval_value
 
 
+def check_group_members(name: str, lm_eval_name: str) -> None:
+    """A group's members by name must be tasks or groups lm-eval knows (else lm-eval builds a task of the
+    unknown name with no dataset and fails far from the cause); inline member configs are lm-eval's."""
+    index = catalog.manager().task_index
+    entry = index.get(lm_eval_name)
+    members = (getattr(entry, "cfg", None) or {}).get("task") if entry is not None else None
+    if not isinstance(members, list):
+        return
+    unknown = [m for m in members if isinstance(m, str) and m not in index]
+    if unknown:
+        where = f" ({entry.yaml_path})" if getattr(entry, "yaml_path", None) else ""
+        raise ConfigError(f"task {name}{where}: its member(s) {', '.join(map(repr, unknown))} are no task or group "
+                          f"lm-eval knows (misspelt, or their YAML not under --include-path?)")
+
+
 @contextlib.contextmanager
 def lm_eval_errors():
     """The error lines lm-eval logs meanwhile (they often name what its exception does not)."""
@@ -52,6 +67,7 @@ class LmEvalTask(Task):
     def __init__(self, data_path: Optional[str] = None, **options):
         super().__init__(data_path, **options)
         ensure_punkt_tab()  # IFEval's checkers (and a few others) split sentences with NLTK's punkt_tab
+        check_group_members(self.name, self.lm_eval_name)
         with datasets_from(self.name, data_path, bool(options.get("trust_remote_code"))), \
                 lm_eval_errors() as said:
             try:
