@@ -636,10 +636,11 @@ def test_lm_eval_yaml_errors_name_their_cause(capsys, tmp_path):
     (line,) = [x for x in err.splitlines() if x.startswith("evalkit run: error: ")]
     assert rc == 2 and "Traceback" not in err and f"its data file(s) {tmp_path / 'cut.jsonl'} could not be read" in line
     yaml.write_text(YAML_TASK.format(data=tmp_path / "data.jsonl", metric="exact_match"))
-    (yaml.parent / "group.yaml").write_text("group: my_group\ntask:\n  - my_yaml_task\n  - no_such_member\n")
+    grp = tmp_path / "grp"  # (a folder of its own: lm-eval indexes a folder once per process)
+    grp.mkdir()
+    (grp / "group.yaml").write_text("group: my_group\ntask:\n  - my_yaml_task\n  - no_such_member\n")
     assert_error(capsys, ["run", "--model", NO_MODEL, "--tasks", "lm-eval:my_group", "--no-output", "--include-path",
-                          str(yaml.parent)], "task lm-eval:my_group", "'no_such_member' are no task or group")
-    (yaml.parent / "group.yaml").unlink()
+                          str(grp)], "task lm-eval:my_group", "'no_such_member' are no task or group")
     rc, out, err = run_cli(capsys, *base, "--include-path", str(yaml), "--write-out")
     assert rc == 0 and "lm-eval:my_yaml_task doc 0" in out, err  # one YAML file given: its task is found
 
