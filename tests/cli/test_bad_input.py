@@ -638,9 +638,12 @@ def test_lm_eval_yaml_errors_name_their_cause(capsys, tmp_path):
     yaml.write_text(YAML_TASK.format(data=tmp_path / "data.jsonl", metric="exact_match"))
     grp = tmp_path / "grp"  # (a folder of its own: lm-eval indexes a folder once per process)
     grp.mkdir()
-    (grp / "group.yaml").write_text("group: my_group\ntask:\n  - my_yaml_task\n  - no_such_member\n")
+    (grp / "member.yaml").write_text(YAML_TASK.format(data=tmp_path / "data.jsonl", metric="exact_match")
+                                     .replace("task: my_yaml_task", "task: grp_member"))
+    (grp / "group.yaml").write_text("group: my_group\ntask:\n  - grp_member\n  - no_such_member\n"
+                                    "aggregate_metric_list:\n  - metric: exact_match\n    aggregation: mean\n")
     assert_error(capsys, ["run", "--model", NO_MODEL, "--tasks", "lm-eval:my_group", "--no-output", "--include-path",
-                          str(grp)], "task lm-eval:my_group", "'no_such_member' are no task or group")
+                          str(grp)], "task lm-eval:my_group", "'no_such_member' are no task or group lm-eval knows")
     rc, out, err = run_cli(capsys, *base, "--include-path", str(yaml), "--write-out")
     assert rc == 0 and "lm-eval:my_yaml_task doc 0" in out, err  # one YAML file given: its task is found
 
