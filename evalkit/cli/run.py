@@ -279,6 +279,7 @@ def run(args):
             raise ValueError("--lora needs the vllm: backend (one engine serves every adapter)")
         model_args["lora"] = args.lora
     backend = user_backend = judge_backend = second_backend = None
+    roles.ModelRole("model", args.model, model_args).check()  # e.g. a folder that is not there, by name
     try:
         backend = make_backend(args.model, model_args)
         user_backend, judge_backend, second_backend = user.make(), judge.make(), second.make()

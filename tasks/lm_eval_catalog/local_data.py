@@ -14,6 +14,7 @@ be reached the error names the dataset and the ``--data`` fix in one line.
 from __future__ import annotations
 
 import contextlib
+import logging
 import types
 from pathlib import Path
 from typing import Optional
@@ -85,7 +86,8 @@ class _Loader:
         if self.path is not None:
             return local_dataset(self.path, name, self.wanted, self.what)
         try:
-            return self.real(path=path, name=name, **kwargs)
+            with _quiet("datasets"):  # its parsers log their failure with a traceback; the error below names it
+                return self.real(path=path, name=name, **kwargs)
         except Exception as e:  # noqa: BLE001 (hub, network and script errors all end here)
             local = _local_files(kwargs.get("data_files"))
             if local:  # the YAML's own data files: name them and what was wrong with them
@@ -97,6 +99,17 @@ class _Loader:
             raise ConfigError(f"{self.what}: the dataset {where} could not be loaded ({type(e).__name__}: "
                               f"{str(e).splitlines()[0][:160] if str(e) else ''}); offline, pass "
                               f"--data {self.what}=PATH with its files in the hub layout") from None
+
+
+@contextlib.contextmanager
+def _quiet(logger_name: str):
+    logger = logging.getLogger(logger_name)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _local_files(data_files) -> list[str]:

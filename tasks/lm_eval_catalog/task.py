@@ -81,6 +81,11 @@ class LmEvalTask(Task):
                 raise ConfigError(f"task {self.name}{where}: lm-eval could not build it: {type(e).__name__}: "
                                   f"{str(e).splitlines()[0] if str(e) else ''}{cause}") from e
         self.leaves = {n: Leaf(t, n) for n, t in loaded["tasks"].items()}
+        for n, leaf in self.leaves.items():  # refused here, before any model loads (not at the first request)
+            cfg = getattr(leaf.task, "config", None)
+            if getattr(cfg, "doc_to_image", None) or getattr(cfg, "doc_to_audio", None):
+                raise ConfigError(f"task {self.name} ({n}): multimodal lm-eval tasks (images, audio) are not "
+                                  f"supported by evalkit")
         self.groups = {n: g for n, g in loaded["groups"].items() if g.has_aggregation}
         self.group = self.groups.get(self.lm_eval_name)
         self.declared = Declared(list(self.leaves.values()))

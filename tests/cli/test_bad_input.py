@@ -566,8 +566,8 @@ def test_ruler_on_an_openai_server_without_a_tokenizer_names_the_model_arg(capsy
 
 
 @pytest.mark.parametrize("task_args, needles", [
-    ("niah_single_1:samples=0", ["task niah_single_1: samples=0", ">= 1"]),
-    ("niah_grid:samples=lots", ["task niah_grid: samples='lots'"]),
+    ("niah_single_1:samples=0", ["niah_single_1: samples=0", ">= 1"]),
+    ("niah_grid:samples=lots", ["niah_grid: samples='lots'"]),
     ("ruler_vt:lengths=256,samples=1", ["task ruler_vt: variable tracking: no sample fits 256 tokens",
                                         "--task-args ruler_vt:lengths=N"]),
 ])
@@ -632,9 +632,8 @@ def test_lm_eval_yaml_errors_name_their_cause(capsys, tmp_path):
                  f"--include-path {tmp_path / 'nope'}: no such file or folder")
     (tmp_path / "cut.jsonl").write_text('{"q": "1+1", "a": "2"}\n{"q": "2+2", "a')  # truncated
     yaml.write_text(YAML_TASK.format(data=tmp_path / "cut.jsonl", metric="exact_match"))
-    rc, out, err = run_cli(capsys, *base, "--include-path", str(yaml))  # (datasets logs its own line too)
-    (line,) = [x for x in err.splitlines() if x.startswith("evalkit run: error: ")]
-    assert rc == 2 and "Traceback" not in err and f"its data file(s) {tmp_path / 'cut.jsonl'} could not be read" in line
+    assert_error(capsys, [*base, "--include-path", str(yaml)], f"its data file(s) {tmp_path / 'cut.jsonl'} could "
+                                                                "not be read")
     yaml.write_text(YAML_TASK.format(data=tmp_path / "data.jsonl", metric="exact_match"))
     grp = tmp_path / "grp"  # (a folder of its own: lm-eval indexes a folder once per process)
     grp.mkdir()
@@ -661,3 +660,21 @@ def test_task_options_have_types_and_ranges(capsys, tmp_path, task, option, need
     assert_error(capsys, ["run", "--model", NO_MODEL, "--tasks", task, "--task-args", f"{task}:{option}",
                           "--output", str(tmp_path / "r")], needle)
     assert not (tmp_path / "r").exists()
+
+
+def test_a_model_folder_that_is_not_there_is_named(capsys, gsm, tmp_path):
+    """#52 item 7: a missing model folder gave huggingface_hub's 'Repo id must be in the form ...'."""
+    assert_error(capsys, ["run", "--model", NO_MODEL, "--tasks", "gsm8k", "--data", f"gsm8k={gsm}",
+                          "--output", str(tmp_path / "r")], f"--model '{NO_MODEL}': no such folder /nonexistent/model-dir")
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_multimodal_lm_eval_task_is_refused_before_the_model(capsys, tmp_path):
+    pytest.importorskip("lm_eval")
+    (tmp_path / "data.jsonl").write_text('{"q": "1+1", "a": "2"}\n')
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img" / "img.yaml").write_text(YAML_TASK.format(data=tmp_path / "data.jsonl", metric="exact_match")
+                                               .replace("task: my_yaml_task", "task: img_task")
+                                               + "doc_to_image: [image]\n")
+    assert_error(capsys, ["run", "--model", NO_MODEL, "--tasks", "lm-eval:img_task", "--include-path",
+                          str(tmp_path / "img"), "--no-output"], "lm-eval:img_task", "multimodal")
