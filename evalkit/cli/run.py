@@ -284,7 +284,7 @@ def run(args):
         backend = make_backend(args.model, model_args)
         user_backend, judge_backend, second_backend = user.make(), judge.make(), second.make()
     except BaseException:
-        roles.close_all(backend, user_backend, judge_backend, second_backend)
+        roles.close_all(backend, user_backend, judge_backend, second_backend, reward_backend)
         cache.close()
         raise
     outs = []
