@@ -131,9 +131,12 @@ def import_task(path: Path, log, ek_task: Optional[str], data_path: Optional[str
         notes.append(f"{path}: the log holds no samples (status {log.status}); metrics only")
     elif log.status != "success":
         notes.append(f"{path}: the eval's status is {log.status!r}; its {len(log.samples)} logged samples are imported")
+    given = data_path  # --data TASK=PATH: the user's own, so a file that is not that task's is an error
     data_path = data_path or ((own_task or {}).get("data_source") if own_task else None)
     if ek_task and not own_task:
         task, docs = evalkit_docs(ek_task, data_path)
+        if task is None and given:
+            raise DataError(f"--data {ek_task}={given}: evalkit cannot read it as {ek_task}'s data ({docs})")
         if task is None:
             notes.append(f"{spec.task}: evalkit task {ek_task}'s data could not be read ({docs}); rows keep "
                          f"Inspect's sample ids and will not pair with evalkit runs")

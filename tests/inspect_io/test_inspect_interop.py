@@ -197,11 +197,16 @@ def test_task_map_gives_evalkit_doc_ids_and_pairs_with_an_evalkit_run(logs, tmp_
     store.refresh()
     cells = store.cells()
     assert list(cells[cells["metric"] == "exact_match_numeric"]["value"]) == [pytest.approx(2 / 3)]
-    # without the data, or mapped to a task whose docs these are not: no pairing, said in one line
-    assert main(["import", "inspect", str(logs / "gsm"), "--output", str(tmp_path / "nodata"), "--task-map",
-                 "gsm_inspect=gsm8k", "--data", f"gsm8k={tmp_path / 'missing'}"]) == 0
-    assert "could not be read" in capsys.readouterr().err
-    assert list(load_run(_one(tmp_path / "nodata")).tasks) == ["gsm_inspect"]
+    # --data that evalkit cannot read as the mapped task's (missing, or another task's files): one line, exit 2
+    # (#52 item 11: it was imported unpaired with a warning); mapped to a task whose docs these are not: one line
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "test.jsonl").write_text('{"prompt": "def f():", "task_id": "x"}\n')
+    for bad in (tmp_path / "missing", tmp_path / "other"):
+        assert main(["import", "inspect", str(logs / "gsm"), "--output", str(tmp_path / "nodata"), "--task-map",
+                     "gsm_inspect=gsm8k", "--data", f"gsm8k={bad}"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and f"--data gsm8k={bad}: evalkit cannot read it as gsm8k's data" in err
+    assert not (tmp_path / "nodata").exists() or not list((tmp_path / "nodata").glob("*/run.json"))
     assert main(["import", "inspect", str(logs / "tiny_eval"), "--output", str(tmp_path / "w"), "--task-map",
                  "tiny_task=gsm8k", "--data", f"gsm8k={gsm_data}"]) == 2
     err = capsys.readouterr().err.strip()
