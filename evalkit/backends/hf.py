@@ -141,10 +141,11 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
     def prefill_chunk(self) -> int:
         """Tokens read per pass of a prompt longer than this (0: one pass); ``auto`` (see PREFILL_CHUNK)
         reads the model's config."""
-        if self._prefill_chunk == "auto":
+        chosen = getattr(self, "_prefill_chunk", "auto")  # (a model held in memory skips __init__)
+        if chosen == "auto":
             width = getattr(self.config.get_text_config(), "intermediate_size", None) or 0
             return PREFILL_CHUNK if width > AUTO_CHUNK_WIDTH else 0
-        return self._prefill_chunk
+        return chosen
 
     @property
     def config(self):

@@ -26,8 +26,7 @@ What a task may override (every hook has a default on ``Task``):
 ``score_text``              generation: one completion -> ``Scored`` or a metrics dict
 ``score_texts``             generation: all completions of a doc (n > 1) -> ``Scored``
 ``score_batch``             generation: all docs at once (worker pools, sandboxes)
-``score``                   other shapes: one doc's responses -> ``Scored`` or a metrics dict
-``score_all``               every doc at once -> ``Sample`` list (built by ``as_sample``)
+``score`` / ``score_all``   other shapes: a doc's responses -> ``Scored``; all docs -> ``Sample``s
 ``judged``                  what a judge model computes (``--judge``; ``evalkit.taskapi.judged``)
 ``judge_requests``          requests for the run's judge model (default: what ``judged`` asks)
 ``metrics``                 ``Metric``/``MetricGroup`` objects (direction, sample or corpus level)
