@@ -247,16 +247,17 @@ def best_of_n_records(out: Path) -> Path:
     return out
 
 
-def task_page(results, monkeypatch):
-    """The dashboard's task page on the records under ``results`` (Streamlit's app test harness), run
-    once without an exception."""
+def app_page(results, monkeypatch, view: str = "Task", timeout: int = 120):
+    """The dashboard's page ``view`` on the records under ``results`` (Streamlit's app test harness),
+    run once without an exception."""
     import pytest
     pytest.importorskip("streamlit")
     from streamlit.testing.v1 import AppTest
     monkeypatch.setenv("EVALKIT_DASHBOARD_RESULTS", str(results))
     monkeypatch.setenv("EVALKIT_DASHBOARD_BATTLES", "")
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboards" / "app.py"), default_timeout=120).run()
-    at.sidebar.radio(key="view").set_value("Task")
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboards" / "app.py"),
+                           default_timeout=timeout).run()
+    at.sidebar.radio(key="view").set_value(view)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at

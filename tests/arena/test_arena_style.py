@@ -187,22 +187,13 @@ def test_missing_style_feature_names_file_line_and_field(battles, tmp_path):
 def test_arena_page_shows_style_controlled_ratings(battles, tmp_path, monkeypatch):
     """The leaderboard's Arena page (streamlit AppTest) draws the style-controlled ratings and the
     coefficients of a --style-control record, as recorded."""
-    pytest.importorskip("streamlit")
-    from pathlib import Path
-
-    from streamlit.testing.v1 import AppTest
-
+    from _dashboard_records import app_page
     out = tmp_path / "results"
     path = write_jsonl(tmp_path / "b.jsonl", battles[:1200])
     assert main(["arena", "rate", str(path), "--style-control", "--rounds", "10", "--output", str(out)]) == 0
     (rec,) = [p for p in out.iterdir() if (p / "run.json").exists()]
     sc = json.loads((rec / "run.json").read_text())["tasks"]["arena"]["style_control"]
-    monkeypatch.setenv("EVALKIT_DASHBOARD_RESULTS", str(out))
-    monkeypatch.setenv("EVALKIT_DASHBOARD_BATTLES", "")
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboards" / "app.py"), default_timeout=180).run()
-    at.sidebar.radio(key="view").set_value("Arena")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = app_page(out, monkeypatch, "Arena", timeout=180)
     assert any(h.value == "Style control" for h in at.subheader)
     frames = {tuple(d.value.columns): d.value for d in at.dataframe}
     styled = next(v for k, v in frames.items() if "rating" in k and len(v) == 6 and

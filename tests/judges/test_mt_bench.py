@@ -132,8 +132,8 @@ def test_tiny_model_answers_and_judges_end_to_end(mt_dir, tiny_model_dir, tmp_pa
     if pair["swap_games"]:
         assert pair["swap_consistency"] == float(pair["swap_disagreements"] == 0)
     # the leaderboard's task page on the real record: the judge and its figures beside the score
-    from _dashboard_records import task_page
-    page = task_page(out, monkeypatch)
+    from _dashboard_records import app_page
+    page = app_page(out, monkeypatch)
     table = next(d.value for d in page.dataframe if "judge parse failures" in d.value.columns)
     assert set(table["judge"]) == {"hf:smollm2-135m"}
     battles = load_battles(runs["smollm2-135m"] / "battles_mt_bench.jsonl")

@@ -455,9 +455,9 @@ def test_a_run_matches_upstream_on_its_judgments(tmp_path, monkeypatch):
     assert entry["extra"]["judge"]["arena_hard"]["swap_consistency"] == pytest.approx(4 / 6)
 
     # the leaderboard's Arena-Hard table: per category, both scores with their intervals, as recorded
-    from _dashboard_records import task_page
+    from _dashboard_records import app_page
     from evalkit.dashboards.tables import fmt
-    page = task_page(tmp_path / "out", monkeypatch)
+    page = app_page(tmp_path / "out", monkeypatch)
     table = next(d.value for d in page.dataframe if "style-controlled (90% CI)" in d.value.columns)
     assert list(table["category"]) == ["hard prompt", "creative writing", "all"]
     assert list(table["baseline"]) == ["o3-mini-2025-01-31", "gemini-2.0-flash-001", "per category"]

@@ -274,9 +274,9 @@ def test_cli_run_matches_upstream(tmp_path, docs, monkeypatch):
     assert rel["asks"] == len(asked) and rel["parse_failures"] == n_failed
 
     # the leaderboard's HealthBench tables: each theme's and each axis's figure, as the record holds it
-    from _dashboard_records import task_page
+    from _dashboard_records import app_page
     from evalkit.dashboards.tables import cell_text
-    page = task_page(tmp_path / "out", monkeypatch)
+    page = app_page(tmp_path / "out", monkeypatch)
     for family in ("theme", "axis"):
         table = next(d.value for d in page.dataframe if d.value.index.name == family)
         want = {g.split(":", 1)[1]: ms["overall_score"] for g, ms in task["breakdowns"].items()

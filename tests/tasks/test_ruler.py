@@ -97,7 +97,7 @@ def test_the_bundled_model_finds_needles_at_1k_and_2k(tiny_model_dir, hf_backend
 def test_the_leaderboard_draws_score_against_length(monkeypatch, tmp_path):
     """A RULER record (two models, scored by a scripted answerer) on the task page: the length curve."""
     import json
-    from _dashboard_records import task_page
+    from _dashboard_records import app_page
     from evalkit.backends.base import Backend
     from evalkit.dashboards.labels import task_family
     from evalkit.taskapi.requests import Completion
@@ -136,7 +136,7 @@ def test_the_leaderboard_draws_score_against_length(monkeypatch, tmp_path):
     args = {"niah_multikey_2": {"lengths": "512+1024+2048", "samples": 3}}
     for reach in (4000, 50_000):
         evalkit.evaluate(model=Finder(reach), tasks=["niah_multikey_2"], output=str(tmp_path), cache=False, task_args=args)
-    at = task_page(tmp_path, monkeypatch)
+    at = app_page(tmp_path, monkeypatch)
     # RULER's tasks, its 13-task group, the depth x length grid and AA-LCR: one "long context" family
     assert {task_family(t) for t in ("niah_multikey_2", "ruler", "ruler_qa_squad", "niah_grid", "aa_lcr")} == {
         "long context"}
