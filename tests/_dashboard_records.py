@@ -250,9 +250,7 @@ def best_of_n_records(out: Path) -> Path:
 def app_page(results, monkeypatch, view: str = "Task", timeout: int = 120):
     """The dashboard's page ``view`` on the records under ``results`` (Streamlit's app test harness),
     run once without an exception."""
-    import pytest
-    pytest.importorskip("streamlit")
-    from streamlit.testing.v1 import AppTest
+    from streamlit.testing.v1 import AppTest  # (the install provides it: missing is a failure)
     monkeypatch.setenv("EVALKIT_DASHBOARD_RESULTS", str(results))
     monkeypatch.setenv("EVALKIT_DASHBOARD_BATTLES", "")
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboards" / "app.py"),

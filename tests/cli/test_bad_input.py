@@ -621,7 +621,6 @@ metric_list:
 def test_lm_eval_yaml_errors_name_their_cause(capsys, tmp_path):
     """#52 item 8: an unknown metric ended in 'KeyError: None'; a missing --include-path said 'no .py task
     files'; --include-path FILE.yaml was ignored."""
-    pytest.importorskip("lm_eval")
     (tmp_path / "data.jsonl").write_text('{"q": "1+1", "a": "2"}\n')
     yaml = tmp_path / "cfg" / "mytask.yaml"
     yaml.parent.mkdir()
@@ -670,7 +669,6 @@ def test_a_model_folder_that_is_not_there_is_named(capsys, gsm, tmp_path):
 
 
 def test_a_multimodal_lm_eval_task_is_refused_before_the_model(capsys, tmp_path):
-    pytest.importorskip("lm_eval")
     (tmp_path / "data.jsonl").write_text('{"q": "1+1", "a": "2"}\n')
     (tmp_path / "img").mkdir()
     (tmp_path / "img" / "img.yaml").write_text(YAML_TASK.format(data=tmp_path / "data.jsonl", metric="exact_match")
