@@ -359,11 +359,11 @@ def write_out(config: RunConfig, task_runs, n: int = 3) -> int:
 def budget_warnings(run: Run, reasoning: bool = False) -> None:
     """One line per task whose budget shares exceed 5% (hit max_tokens, unclosed trace, no answer);
     under ``--reasoning`` the advice is its own budget flag."""
-    from evalkit.scoring.budgets import run_usage
+    from evalkit.scoring.budgets import MAX_TOKENS_ADVICE, REASONING_ADVICE, run_usage
     for task, t in run.tasks.items():
         for w in (t.budget or {}).get("warnings") or []:
             if reasoning:
-                w = w.replace("raise --gen-kwargs max_tokens, or use --reasoning", "raise --thinking-budget")
+                w = w.replace(MAX_TOKENS_ADVICE, REASONING_ADVICE)
             print(f"evalkit run: warning: {task}: {w}", file=sys.stderr)
     usage = run_usage(run.tasks)
     if usage:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from evalkit.backends import backend_class, make_backend, split_spec
+from evalkit.backends import DATA_PARALLEL_ARGS, _check_args, backend_class, make_backend, split_spec
 from evalkit.run import validation
 from evalkit.util.kvargs import parse_model_args
 
@@ -52,11 +52,8 @@ class ModelRole:
                 not Path(name).expanduser().exists():
             raise validation.ConfigError(f"{self.spec_flag} {self.spec!r}: no such folder {name}")
         validation.check_model_args(prefix, self.args, self.args_flag)
-        from evalkit.backends import _check_args
         _check_args(backend_class(prefix), prefix,
-                    {k: v for k, v in self.args.items() if k not in ("data_parallel_size", "ray_address",
-                                                                     "cpus_per_engine", "gpus_per_engine")},
-                    self.args_flag)
+                    {k: v for k, v in self.args.items() if k not in DATA_PARALLEL_ARGS}, self.args_flag)
         return self
 
     def make(self, **extra):

@@ -45,7 +45,10 @@ from evalkit.scoring.stats import mean_metric
 WARN_SHARE = 0.05
 INVALID_MARKS = (None, "", "[invalid]")
 SHARES = ("hit_token_limit", "unclosed_trace", "no_answer")
-_WHAT = {"hit_token_limit": "stopped at max_tokens (raise --gen-kwargs max_tokens, or use --reasoning)",
+#: the advice for answers cut at max_tokens (a run under --reasoning is told ``REASONING_ADVICE`` instead)
+MAX_TOKENS_ADVICE = "raise --gen-kwargs max_tokens, or use --reasoning"
+REASONING_ADVICE = "raise --thinking-budget"
+_WHAT = {"hit_token_limit": f"stopped at max_tokens ({MAX_TOKENS_ADVICE})",
          "unclosed_trace": "never closed their reasoning trace (not scored as answers)",
          "no_answer": "have no parseable answer"}
 
