@@ -1,9 +1,8 @@
 """Backends by prefix: ``hf:``, ``vllm:``, ``openai:`` (loaded lazily: heavy imports stay optional)."""
 from __future__ import annotations
 
-import inspect
-
 from evalkit.backends.catalog import BACKENDS, backend_class  # noqa: F401 (re-exported)
+from evalkit.backends.options import DATA_PARALLEL, OPTIONS
 from evalkit.util.kvargs import parse_model_args  # noqa: F401 (re-exported)
 
 
@@ -20,31 +19,26 @@ def split_spec(spec: str, flag: str = "--model") -> tuple[str, str]:
     return prefix, name
 
 
-DATA_PARALLEL_ARGS = ("data_parallel_size", "ray_address", "cpus_per_engine", "gpus_per_engine")
+DATA_PARALLEL_ARGS = tuple(DATA_PARALLEL)
 
 
 def make_backend(spec: str, model_args: dict | None = None, flags: tuple = ("--model", "--model-args"), **extra):
-    """The backend of ``spec`` with its options; ``flags``: the spec's and the options' flags as the
-    user typed them (``--judge``, ``--judge-args``), named in errors."""
+    """The backend of ``spec`` with its options, parsed and checked once (``backends/options.py``);
+    ``flags``: the spec's and the options' flags as the user typed them (``--judge``, ``--judge-args``),
+    named in errors."""
     prefix, name = split_spec(spec, flags[0])
-    cls = backend_class(prefix)
     args = {**(model_args or {}), **extra}
     dp = {k: args.pop(k) for k in DATA_PARALLEL_ARGS if k in args}
+    options = OPTIONS[prefix].parse(args, flags[1])
     if prefix != "openai" and (int(dp.get("data_parallel_size") or 1) > 1 or dp.get("ray_address")):
-        _check_args(cls, prefix, args, flags[1])
         from evalkit.backends.data_parallel import DataParallelBackend
         return DataParallelBackend(prefix, name, args, size=int(dp.get("data_parallel_size") or 1),
                                    ray_address=dp.get("ray_address"), cpus_per_engine=dp.get("cpus_per_engine"),
                                    gpus_per_engine=dp.get("gpus_per_engine"))
-    _check_args(cls, prefix, args, flags[1])
-    return cls(name, **args)
+    return backend_class(prefix)(name, options)
 
 
 def _check_args(cls, prefix: str, args: dict, flag: str = "--model-args") -> None:
-    params = inspect.signature(cls.__init__).parameters
-    if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
-        unknown = [k for k in args if k not in params]
-        if unknown:
-            allowed = [p for p in params if p not in ("self", "model")]
-            raise ValueError(f"{flag}: {prefix} backend does not take {', '.join(unknown)}; "
-                             f"allowed: {', '.join(allowed + list(DATA_PARALLEL_ARGS))}")
+    """Whether the ``prefix`` backend takes every key of ``args`` (``cls``: its class, for the callers
+    that hold it)."""
+    OPTIONS[prefix].parse(args, flag, replicas=prefix != "openai")

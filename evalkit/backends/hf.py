@@ -19,6 +19,7 @@ from evalkit.backends.cpu_malloc import keep_buffers_in_heap
 from evalkit.backends.cpu_threads import ThreadChoice, choose_threads
 from evalkit.backends.hf_scoring import PairScorer
 from evalkit.backends.logprobs import CPU_CHUNK_ELEMS, GPU_CHUNK_ELEMS
+from evalkit.backends.options import HFOptions, prefill_chunk_option
 from evalkit.backends.harmony_format import decode_completion, is_harmony_tokenizer
 from evalkit.backends.tokenization import TokenizerMixin, chat_template_options, rolling_windows  # noqa: F401 (rolling_windows re-exported)
 from evalkit.taskapi.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
@@ -53,74 +54,59 @@ def _read_json(path: str) -> Optional[dict]:
     return data if isinstance(data, dict) else None
 
 
-def prefill_chunk_option(value):
-    """``auto`` or a token count >= 0 (0: every prompt in one pass), checked once."""
-    if str(value).lower() == "auto":
-        return "auto"
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        n = -1
-    if n < 0:
-        raise ValueError(f"--model-args prefill_chunk={value}: expected auto or a token count >= 0 (0: no chunks)")
-    return n
-
-
 class HFBackend(PairScorer, TokenizerMixin, Backend):
     name = "hf"
 
-    def __init__(self, model: str, revision: Optional[str] = None, dtype: str = "auto", device: str = "auto",
-                 batch_size="auto", max_length: Optional[int] = None, max_gen_toks: int = 256,
-                 trust_remote_code: bool = False, threads=None, add_bos_token: bool = False,
-                 token_budget: Optional[int] = None, chunk_size: Optional[int] = None, share_prefix: bool = True,
-                 chat_template: Optional[str] = None, chat_template_kwargs=None,
-                 reasoning_effort: Optional[str] = None, prefill_chunk="auto"):
+    def __init__(self, model: str, options: Optional[HFOptions] = None, **kwargs):
+        """``options`` (or the same as keyword arguments): ``backends/options.py:HFOptions``."""
         import torch
 
+        o = self.options = HFOptions.of(options, kwargs)
         self.chat_template, self.chat_template_kwargs, template_identity = chat_template_options(
-            chat_template, chat_template_kwargs, reasoning_effort)
+            o.chat_template, o.chat_template_kwargs, o.reasoning_effort)
 
         self.torch = torch
         self.spec = model
         self.source = models.resolve(model)
+        device = o.device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
         self.threads: Optional[ThreadChoice] = None
         if self.device.type == "cpu":
             keep_buffers_in_heap()
-            self.threads = choose_threads(threads)  # the cores really free, unless given (cpu_threads.py)
+            self.threads = choose_threads(o.threads)  # the cores really free, unless given (cpu_threads.py)
             torch.set_num_threads(self.threads.threads)
-        elif threads not in (None, "auto"):
-            torch.set_num_threads(int(threads))
+        elif o.threads not in (None, "auto"):
+            torch.set_num_threads(int(o.threads))
+        dtype = o.dtype
         if dtype == "auto":
             dtype = "float32" if self.device.type == "cpu" else "auto"
         self.dtype_name = str(dtype)
         torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
         local = os.path.isdir(self.source)
-        snapshot = self.source if local else models.hub_snapshot(self.source, revision)
+        snapshot = self.source if local else models.hub_snapshot(self.source, o.revision)
         load_from = snapshot or self.source
         # tokenizer, config and weights all load on first use: a run answered entirely from the
         # cache never imports transformers' model code nor reads the weights
-        self._load_args = (load_from, None if snapshot else revision, torch_dtype, trust_remote_code)
+        self._load_args = (load_from, None if snapshot else o.revision, torch_dtype, o.trust_remote_code)
         self._tokenizer = self._config = self._model = None
-        self.add_bos_token = bool(add_bos_token)
+        self.add_bos_token = bool(o.add_bos_token)
         # run a prefix that many scored sequences share (few-shot examples) once, from its KV cache
-        self.share_prefix = share_prefix if isinstance(share_prefix, bool) else \
-            str(share_prefix).lower() in ("1", "true", "yes")
-        self._max_length = int(max_length) if max_length else None
-        self.max_gen_toks = int(max_gen_toks)
-        self._prefill_chunk = prefill_chunk_option(prefill_chunk)
-        self.batch_size = batch_size
-        self.token_budget = int(token_budget or (CPU_TOKEN_BUDGET if self.device.type == "cpu" else 262144))
-        self.chunk_size = int(chunk_size or (64 if self.device.type == "cpu" else 512))
+        self.share_prefix = o.share_prefix
+        self._max_length = int(o.max_length) if o.max_length else None
+        self.max_gen_toks = int(o.max_gen_toks)
+        self._prefill_chunk = prefill_chunk_option(o.prefill_chunk)
+        self.batch_size = o.batch_size
+        self.token_budget = int(o.token_budget or (CPU_TOKEN_BUDGET if self.device.type == "cpu" else 262144))
+        self.chunk_size = int(o.chunk_size or (64 if self.device.type == "cpu" else 512))
         # logits held at once while reading log-probabilities (never batch x length x vocab)
         self.chunk_elems = CPU_CHUNK_ELEMS if self.device.type == "cpu" else GPU_CHUNK_ELEMS
         self._oom_budget: Optional[int] = None
         self._split = None  # SplitHead, made with the model
         self._identity = {
             "backend": "hf", "model": model, "source": self.source,
-            "revision": revision, "dtype": self.dtype_name, "max_length": self.max_length,
+            "revision": o.revision, "dtype": self.dtype_name, "max_length": self.max_length,
             "add_bos_token": self.add_bos_token,
             "content": models.directory_identity(load_from, hash_weights=local) if snapshot else None,
             **template_identity,
@@ -141,7 +127,7 @@ class HFBackend(PairScorer, TokenizerMixin, Backend):
     def prefill_chunk(self) -> int:
         """Tokens read per pass of a prompt longer than this (0: one pass); ``auto`` (see PREFILL_CHUNK)
         reads the model's config."""
-        chosen = getattr(self, "_prefill_chunk", "auto")  # (a model held in memory skips __init__)
+        chosen = self._prefill_chunk
         if chosen == "auto":
             width = getattr(self.config.get_text_config(), "intermediate_size", None) or 0
             return PREFILL_CHUNK if width > AUTO_CHUNK_WIDTH else 0

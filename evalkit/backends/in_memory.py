@@ -19,6 +19,7 @@ from typing import Optional
 
 from evalkit.backends.hf import CPU_TOKEN_BUDGET, HFBackend
 from evalkit.backends.logprobs import CPU_CHUNK_ELEMS, GPU_CHUNK_ELEMS
+from evalkit.backends.options import HFOptions, prefill_chunk_option
 from evalkit.backends.tokenization import chat_template_options
 
 
@@ -49,21 +50,29 @@ def tokenizer_digest(tokenizer) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
+#: HFOptions about loading a model, which a model already in memory does not take
+NOT_IN_MEMORY = ("revision", "dtype", "device", "trust_remote_code")
+
+
 class LoadedHFBackend(HFBackend):
     """The hf backend on a model and tokenizer the caller already holds (nothing read from disk).
     ``chat_template``, ``chat_template_kwargs`` and ``reasoning_effort`` (gpt-oss: low, medium, high,
     rendered by a harmony template as ``Reasoning: low``) shape chat prompts as on ``HFBackend``, and
     enter the identity (so the cache key) only when given."""
 
-    def __init__(self, model, tokenizer, name: Optional[str] = None, batch_size="auto",
-                 max_length: Optional[int] = None, max_gen_toks: int = 256, add_bos_token: bool = False,
-                 token_budget: Optional[int] = None, chunk_size: Optional[int] = None, share_prefix: bool = True,
-                 threads: Optional[int] = None, chat_template: Optional[str] = None, chat_template_kwargs=None,
-                 reasoning_effort: Optional[str] = None):
+    def __init__(self, model, tokenizer, name: Optional[str] = None, options: Optional[HFOptions] = None,
+                 **kwargs):
+        """``options`` (or the same as keyword arguments): the ``HFOptions`` that apply to a model
+        already loaded (not where or how to load it)."""
+        loading = sorted(set(kwargs) & set(NOT_IN_MEMORY))
+        if loading:
+            raise ValueError(f"a model held in memory: {', '.join(loading)} apply only to loading one "
+                             f"(--model hf:...)")
+        o = self.options = HFOptions.of(options, kwargs)
         import torch
         self.chat_template, self.chat_template_kwargs, template_identity = chat_template_options(
-            chat_template, chat_template_kwargs, reasoning_effort)
-        threads = threads or os.environ.get("EVALKIT_TORCH_THREADS")
+            o.chat_template, o.chat_template_kwargs, o.reasoning_effort)
+        threads = o.threads if o.threads not in (None, "auto") else os.environ.get("EVALKIT_TORCH_THREADS")
         if threads:
             torch.set_num_threads(int(threads))
         self.torch = torch
@@ -77,15 +86,15 @@ class LoadedHFBackend(HFBackend):
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self._tokenizer, self._config, self._model = tokenizer, model.config, model
-        self.add_bos_token = bool(add_bos_token)
-        self.share_prefix = share_prefix if isinstance(share_prefix, bool) else \
-            str(share_prefix).lower() in ("1", "true", "yes")
-        self._max_length = int(max_length) if max_length else None
-        self.max_gen_toks = int(max_gen_toks)
-        self.batch_size = batch_size
-        self.token_budget = int(token_budget or (CPU_TOKEN_BUDGET if self.device.type == "cpu" else 262144))
-        self.chunk_size = int(chunk_size or (64 if self.device.type == "cpu" else 512))
+        self.add_bos_token = bool(o.add_bos_token)
+        self.share_prefix = o.share_prefix
+        self._max_length = int(o.max_length) if o.max_length else None
+        self.max_gen_toks = int(o.max_gen_toks)
+        self.batch_size = o.batch_size
+        self.token_budget = int(o.token_budget or (CPU_TOKEN_BUDGET if self.device.type == "cpu" else 262144))
+        self.chunk_size = int(o.chunk_size or (64 if self.device.type == "cpu" else 512))
         self.chunk_elems = CPU_CHUNK_ELEMS if self.device.type == "cpu" else GPU_CHUNK_ELEMS
+        self._prefill_chunk = prefill_chunk_option(o.prefill_chunk)
         self._oom_budget = None
         self._split = None
         self.stats = Counter()

@@ -33,6 +33,7 @@ from typing import Optional, Sequence
 
 from evalkit.backends import model_dirs as models
 from evalkit.backends.base import Backend
+from evalkit.backends.options import OpenAIOptions
 from evalkit.backends.openai_http import BackendError, MalformedReply, _Http  # noqa: F401 (re-exported)
 from evalkit.backends.tokenization import encode_pair, prefix_token_id, truncate_pair
 from evalkit.util.errors import RequestFailure
@@ -65,34 +66,32 @@ class OpenAIBackend(Backend):
     name = "openai"
     commit_every_s = 0.0  # the engine commits every reply as it arrives
 
-    def __init__(self, model: str, base_url: Optional[str] = None, api_key_env: str = "OPENAI_API_KEY",
-                 concurrency: int = 8, batch_size: int = 8, max_retries: int = 6, timeout: float = 600.0,
-                 backoff_base: float = 1.0, backoff_max: float = 60.0, tokenizer: str = "auto",
-                 max_length: Optional[int] = None, add_bos_token: bool = False, chunk_size: Optional[int] = None,
-                 trust_remote_code: bool = False, chat_template_kwargs=None, reasoning_effort: Optional[str] = None,
-                 reasoning_model="auto"):
+    def __init__(self, model: str, options: Optional[OpenAIOptions] = None, **kwargs):
+        """``options`` (or the same as keyword arguments): ``backends/options.py:OpenAIOptions``."""
+        o = self.options = OpenAIOptions.of(options, kwargs)
         from evalkit.backends.openai_reasoning import ReasoningOptions
-        self.reasoning = ReasoningOptions.make(model, reasoning_model, reasoning_effort, chat_template_kwargs)
-        base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
+        self.reasoning = ReasoningOptions.make(model, o.reasoning_model, o.reasoning_effort, o.chat_template_kwargs)
+        base_url = (o.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
         for tail in ("/chat/completions", "/completions"):  # an endpoint (lm-eval's base_url): the API root
             if base_url.endswith(tail):
                 log.warning("openai backend: base_url ends in %s (an endpoint); using the API root above it", tail)
                 base_url = base_url[:-len(tail)]
                 break
         self.model, self.base_url = model, base_url
+        api_key_env = o.api_key_env
         api_key = os.environ.get(api_key_env) if api_key_env else None
         if api_key_env and api_key_env != "OPENAI_API_KEY" and not api_key:
             raise ValueError(f"openai backend: api_key_env={api_key_env} but that environment variable is not set")
         self.stats: Counter = Counter()
-        self.http = _Http(self.base_url, api_key, timeout, max_retries, backoff_base, backoff_max, self.stats)
+        self.http = _Http(self.base_url, api_key, o.timeout, o.max_retries, o.backoff_base, o.backoff_max, self.stats)
         self.base_url = self.http.shown  # credentials in the URL go on requests only, never into records
-        self.concurrency, self.batch_size = max(1, int(concurrency)), max(1, int(batch_size))
-        self.chunk_size = int(chunk_size or 32 * self.concurrency)
-        self.add_bos_token = bool(add_bos_token)
+        self.concurrency, self.batch_size = max(1, int(o.concurrency)), max(1, int(o.batch_size))
+        self.chunk_size = int(o.chunk_size or 32 * self.concurrency)
+        self.add_bos_token = bool(o.add_bos_token)
         self.server_model = self._server_model()
-        self.tokenizer, tok_source = self._load_tokenizer(tokenizer, trust_remote_code)
+        self.tokenizer, tok_source = self._load_tokenizer(o.tokenizer, o.trust_remote_code)
         served_len = self.server_model.get("max_model_len")
-        self._max_length = int(max_length) if max_length else (int(served_len) - 2 if served_len else None)
+        self._max_length = int(o.max_length) if o.max_length else (int(served_len) - 2 if served_len else None)
         self._identity = {
             "backend": "openai", "model": model, "base_url": self.base_url, "server_model": self.server_model,
             # (named "encoding": run records redact keys that contain "token")

@@ -37,6 +37,7 @@ from evalkit.backends import model_dirs as models
 from evalkit.backends.base import Backend
 from evalkit.backends.vllm_stream import stream_engine
 from evalkit.backends.harmony_format import is_harmony_tokenizer, vllm_decode_options
+from evalkit.backends.options import VLLMOptions
 from evalkit.backends.tokenization import TokenizerMixin, chat_template_options, truncate_pair
 from evalkit.backends.vllm_engine import (ResolvedMemo, cpu_scheduler_args, engine_start_error, kv_cache_plan,
                                          lora_rank, lora_targets, offline_cpu_binding, parse_lora, platform_kind, shutdown_engine)
@@ -48,61 +49,20 @@ MAX_LOGPROB_TOKEN_IDS = 128  # vllm.sampling_params.MAX_LOGPROB_TOKEN_IDS
 class VLLMBackend(TokenizerMixin, Backend):
     name = "vllm"
 
-    def __init__(self, model: str, revision: Optional[str] = None, dtype: str = "auto",
-                 max_model_len: Optional[int] = None, max_length: Optional[int] = None,
-                 gpu_memory_utilization: Optional[float] = None, tensor_parallel_size: int = 1,
-                 data_parallel_size: int = 1, enforce_eager: Optional[bool] = None, seed: int = 0,
-                 quantization: Optional[str] = None, trust_remote_code: bool = False,
-                 max_num_seqs: Optional[int] = None, enable_prefix_caching: bool = True,
-                 block_size: Optional[int] = None, add_bos_token: bool = False,
-                 chunk_size: Optional[int] = None, lora=None, max_lora_rank: Optional[int] = None,
-                 progress: Optional[bool] = None, chat_template: Optional[str] = None, chat_template_kwargs=None,
-                 reasoning_effort: Optional[str] = None,
-                 kv_cache_memory_bytes: Optional[int] = None, enable_chunked_prefill: Optional[bool] = None,
-                 kv_cache_space: Optional[float] = None):
-        if int(data_parallel_size) > 1:
-            # vLLM's LLM class refuses data parallelism inside one process (it may hang); evalkit runs
-            # one engine per replica instead (evalkit.backends.make_backend wraps N of these).
-            raise ValueError("vllm backend: data_parallel_size > 1 is handled by make_backend / --model-args "
-                             "data_parallel_size=N (one engine per replica), not inside one engine")
+    def __init__(self, model: str, options: Optional[VLLMOptions] = None, **kwargs):
+        """``options`` (or the same as keyword arguments): ``backends/options.py:VLLMOptions``."""
+        o = self.options = VLLMOptions.of(options, kwargs)
         self.chat_template, self.chat_template_kwargs, template_identity = chat_template_options(
-            chat_template, chat_template_kwargs, reasoning_effort)
+            o.chat_template, o.chat_template_kwargs, o.reasoning_effort)
         platform = platform_kind()
-        on_cpu = platform == "cpu"
+        self._on_cpu = on_cpu = platform == "cpu"
         self.spec = model
         self.source = models.resolve(model)
         local = os.path.isdir(self.source)
-        snapshot = self.source if local else models.hub_snapshot(self.source, revision)
+        snapshot = self.source if local else models.hub_snapshot(self.source, o.revision)
         load_from = snapshot or self.source
-        if dtype == "auto" and on_cpu:
-            dtype = "float32"  # as the hf backend on CPU: scores comparable by default
-        if enforce_eager is None:
-            enforce_eager = on_cpu  # no CUDA graphs to capture; torch.compile only slows start-up there
-        if block_size is None and on_cpu and enable_prefix_caching:
-            block_size = 32  # the CPU default (128) shares prefixes only in 128-token steps
-        self.adapter_paths = parse_lora(lora)
-        engine_args = dict(model=load_from, revision=None if snapshot else revision, dtype=dtype,
-                           max_model_len=max_model_len,
-                           tensor_parallel_size=int(tensor_parallel_size), enforce_eager=bool(enforce_eager),
-                           seed=int(seed), quantization=quantization, trust_remote_code=bool(trust_remote_code),
-                           enable_prefix_caching=bool(enable_prefix_caching))
-        if max_num_seqs:
-            engine_args["max_num_seqs"] = int(max_num_seqs)
-        self.kv_cache = kv_cache_plan(on_cpu, load_from, max_model_len, dtype, gpu_memory_utilization,
-                                      kv_cache_memory_bytes, kv_cache_space, max_num_seqs)  # recorded in run_stats
-        engine_args.update(self.kv_cache.pop("args"))
-        if block_size:
-            engine_args["block_size"] = int(block_size)
-        if on_cpu:
-            engine_args.update(cpu_scheduler_args(load_from, max_model_len, enable_chunked_prefill))
-        elif enable_chunked_prefill is not None:
-            engine_args["enable_chunked_prefill"] = bool(enable_chunked_prefill)
-        if self.adapter_paths:
-            rank = max_lora_rank or max(lora_rank(p) for p in self.adapter_paths.values())
-            engine_args.update(enable_lora=True, max_lora_rank=int(rank), max_loras=1,
-                               lora_target_modules=lora_targets(self.adapter_paths.values()))
-        self.engine_args = {k: v for k, v in engine_args.items() if v is not None}
-        self._on_cpu = on_cpu
+        self.adapter_paths = parse_lora(o.lora)
+        self.engine_args = self._engine_args(o, load_from, None if snapshot else o.revision, on_cpu)
         self._llm = None
         self._engine_owner: Optional["VLLMBackend"] = None  # adapter views use their base's engine
         self._owner = True
@@ -119,21 +79,50 @@ class VLLMBackend(TokenizerMixin, Backend):
         self.model_max_len = int(resolved["max_model_len"])
         # a scored sequence is max_length input tokens + the last target, and vLLM wants one token
         # of room to generate after a prompt: max_model_len - 2 (lm-eval's vllm model does the same)
-        self._max_length = int(max_length) if max_length else self.model_max_len - 2
+        self._max_length = int(o.max_length) if o.max_length else self.model_max_len - 2
         if self._max_length > self.model_max_len - 2:
             raise ValueError(f"vllm backend: max_length={self._max_length} needs max_model_len >= "
                              f"{self._max_length + 2} (engine has {self.model_max_len})")
-        self.add_bos_token = bool(add_bos_token)
-        self.chunk_size = int(chunk_size or 4096)
-        self.progress = sys.stderr.isatty() if progress is None else bool(progress)
+        self.add_bos_token = bool(o.add_bos_token)
+        self.chunk_size = int(o.chunk_size or 4096)
+        self.progress = sys.stderr.isatty() if o.progress is None else bool(o.progress)
         self.stats: Counter = Counter()
         self._lora = None  # (name, LoRARequest) on adapter views
         self._identity = {
-            "backend": "vllm", "model": model, "source": self.source, "revision": revision,
+            "backend": "vllm", "model": model, "source": self.source, "revision": o.revision,
             "dtype": resolved["dtype"], "max_length": self._max_length,
             "add_bos_token": self.add_bos_token, "quantization": resolved["quantization"], "content": content,
             **template_identity,
         }
+
+    def _engine_args(self, o: VLLMOptions, load_from: str, revision: Optional[str], on_cpu: bool) -> dict:
+        """vLLM's ``LLM(**args)`` from the options; on CPU the defaults mirror the hf backend (float32,
+        eager) and use 32-token KV blocks; ``self.kv_cache`` records the KV cache plan (run_stats)."""
+        dtype = "float32" if o.dtype == "auto" and on_cpu else o.dtype  # as hf on CPU: comparable scores
+        enforce_eager = on_cpu if o.enforce_eager is None else o.enforce_eager  # no CUDA graphs on CPU
+        block_size = o.block_size
+        if block_size is None and on_cpu and o.enable_prefix_caching:
+            block_size = 32  # the CPU default (128) shares prefixes only in 128-token steps
+        args = dict(model=load_from, revision=revision, dtype=dtype, max_model_len=o.max_model_len,
+                    tensor_parallel_size=int(o.tensor_parallel_size), enforce_eager=bool(enforce_eager),
+                    seed=int(o.seed), quantization=o.quantization, trust_remote_code=bool(o.trust_remote_code),
+                    enable_prefix_caching=bool(o.enable_prefix_caching))
+        if o.max_num_seqs:
+            args["max_num_seqs"] = int(o.max_num_seqs)
+        self.kv_cache = kv_cache_plan(on_cpu, load_from, o.max_model_len, dtype, o.gpu_memory_utilization,
+                                      o.kv_cache_memory_bytes, o.kv_cache_space, o.max_num_seqs)
+        args.update(self.kv_cache.pop("args"))
+        if block_size:
+            args["block_size"] = int(block_size)
+        if on_cpu:
+            args.update(cpu_scheduler_args(load_from, o.max_model_len, o.enable_chunked_prefill))
+        elif o.enable_chunked_prefill is not None:
+            args["enable_chunked_prefill"] = bool(o.enable_chunked_prefill)
+        if self.adapter_paths:
+            rank = o.max_lora_rank or max(lora_rank(p) for p in self.adapter_paths.values())
+            args.update(enable_lora=True, max_lora_rank=int(rank), max_loras=1,
+                        lora_target_modules=lora_targets(self.adapter_paths.values()))
+        return {k: v for k, v in args.items() if v is not None}
 
     def run_stats(self) -> dict:
         return {**super().run_stats(), "kv_cache": dict(getattr(self, "kv_cache", None) or {})}

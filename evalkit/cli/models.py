@@ -1,7 +1,9 @@
-"""``evalkit models prepare NAME`` / ``evalkit models list``: the bundled tiny models."""
+"""``evalkit models prepare NAME`` / ``evalkit models list``: the bundled tiny models;
+``evalkit models options BACKEND``: what ``--model-args`` a backend takes."""
 from __future__ import annotations
 
 from evalkit.backends import model_dirs as models
+from evalkit.backends.options import OPTIONS, markdown_table
 
 
 def register(sub):
@@ -14,6 +16,11 @@ def register(sub):
     prep.set_defaults(func=_prepare)
     lst = msub.add_parser("list", help="list bundled models")
     lst.set_defaults(func=_list)
+    opts = msub.add_parser("options", help="the --model-args a backend takes: type, default, what each does",
+                           description="Each key, its values, its default and what it does, from the backend's "
+                                       "own declaration (evalkit/backends/options.py); a Markdown table.")
+    opts.add_argument("backend", choices=list(OPTIONS))
+    opts.set_defaults(func=_options)
 
 
 def _prepare(args):
@@ -26,4 +33,9 @@ def _list(args):
         path = models.bundled_path(name)
         state = str(path) if (path / "config.json").exists() else "(not prepared)"
         print(f"{name}  {desc}  {state}")
+    return 0
+
+
+def _options(args):
+    print(markdown_table(args.backend))
     return 0

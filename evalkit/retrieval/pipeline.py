@@ -20,7 +20,7 @@ from evalkit.records import ModelInfo
 from evalkit.retrieval import bm25 as bm25_mod
 from evalkit.retrieval import fusion
 from evalkit.retrieval.formats import write_trec_run
-from evalkit.retrieval.scoring import build_record
+from evalkit.retrieval.scoring import Provenance, build_record
 
 RETRIEVERS = ("bm25", "dense", "hybrid")
 
@@ -86,6 +86,7 @@ class _Runs:
 
     def __init__(self, cfg: RetrieveConfig, corpus: dict, queries: dict):
         self.cfg, self.corpus, self.queries = cfg, corpus, queries
+        self.documents = len(corpus)  # (the corpus may be cut into chunks below)
         self.runs, self.identities, self.timings, self.embed_stats = {}, {}, {}, {}
         self.owner, self.chunking, self.depth = None, None, cfg.depth
         if cfg.chunk:
@@ -200,7 +201,7 @@ def retrieve(cfg: RetrieveConfig, output_dir: Optional[str] = "results", reranke
             run = runs.doc_level(runs.get(name))
             identity = {"retriever": name, "depth": cfg.depth, **runs.identities[name],
                         **({"chunking": runs.chunking} if runs.chunking else {})}
-            stages = [(name, run, identity, {}, runs.timings.get(name, 0.0))]
+            stages = [_Stage(name, run, identity, {}, runs.timings.get(name, 0.0))]
             if cfg.rerank:
                 if reranker is None:
                     from evalkit.backends.reward_catalog import make_reward_backend
@@ -209,28 +210,40 @@ def retrieve(cfg: RetrieveConfig, output_dir: Optional[str] = "results", reranke
                 reranked, _, info = rerank(run, queries, data.corpus, cfg.rerank_spec(), task.conv,
                                            cfg.cache_path, backend=reranker)
                 stable = {k: v for k, v in info.items() if k not in ("pairs", "rerank_s", "cache", "inputs_cut_from_start")}
-                stages.append((f"{name}+rerank", reranked, {**identity, "rerank": stable}, {"rerank": info},
-                               runs.timings.get(name, 0.0) + info["rerank_s"]))
-            for label_name, stage_run, stage_id, more, took in stages:
-                out.append(_record(cfg, task, docs, data, queries, runs, name, label_name, stage_run, stage_id,
-                                   more, {"load_s": t_load, "retrieve_s": took}, output_dir))
+                stages.append(_Stage(f"{name}+rerank", reranked, {**identity, "rerank": stable}, {"rerank": info},
+                                     runs.timings.get(name, 0.0) + info["rerank_s"]))
+            for stage in stages:
+                out.append(_record(cfg, task, docs, runs, name, stage, t_load, output_dir))
     finally:
         if reranker is not None and own_reranker:
             reranker.close()
     return out
 
 
-def _record(cfg, task, docs, data, queries, runs, name, label_name, run, identity, more, timings, output_dir):
+@dataclass
+class _Stage:
+    """One ranking a retriever gives (and its reranked twin): its name, the run, its identity, what
+    the record's extra adds and the seconds it took."""
+    label_name: str
+    run: dict
+    identity: dict
+    more: dict
+    took: float
+
+
+def _record(cfg, task, docs, runs, name: str, stage: _Stage, t_load: float, output_dir):
+    label_name, run, identity, more = stage.label_name, stage.run, stage.identity, stage.more
     label = f"{cfg.name}+rerank" if cfg.name and label_name.endswith("+rerank") else (cfg.name or label_name)
     model = ModelInfo(spec=f"retriever:{label_name}", name=label, backend="retriever",
                       args={"retriever": label_name}, identity=identity, identity_hash=_identity_hash(identity))
-    extra = {"retriever": identity, "corpus_size": len(data.corpus), "n_queries": len(queries), **more}
+    extra = {"retriever": identity, "corpus_size": runs.documents, "n_queries": len(runs.queries), **more}
     if name in ("dense", "hybrid") and runs.embed_stats:
         extra["embeddings"] = runs.embed_stats
     if cfg.save_run_dir:
         Path(cfg.save_run_dir).mkdir(parents=True, exist_ok=True)
         extra["trec_run"] = str(write_trec_run(Path(cfg.save_run_dir) / f"{cfg.task}.{label_name}.trec", run,
                                                label_name))
-    return build_record(task, docs, run, model, "evaluation", cfg.seed, cfg.data_path or "", output_dir,
-                        extra=extra, tags=cfg.tags, timings=timings, label=label,
+    source = Provenance(model, "evaluation", cfg.seed, cfg.data_path or "", label=label, tags=tuple(cfg.tags),
                         engine=more["rerank"]["pairs"] if "rerank" in more else None)  # the reranker's requests
+    return build_record(task, docs, run, source, output_dir, extra=extra,
+                        timings={"load_s": t_load, "retrieve_s": stage.took})

@@ -6,6 +6,7 @@ retrievers query by query. The conventions and every mismatch between run and qr
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -18,23 +19,35 @@ from evalkit.run.config import RunConfig
 from evalkit.run.post_process import finish_task
 
 
-def build_record(task, docs: list, run: dict, model: ModelInfo, kind: str, seed: int, data_source: str,
-                 output_dir: Optional[str], extra: Optional[dict] = None, tags=(), timings: Optional[dict] = None,
-                 label: Optional[str] = None, engine: Optional[dict] = None) -> dict:
+@dataclass
+class Provenance:
+    """Where a scored run came from: the retriever (or run file) as the record's model, the record's
+    kind (``evaluation`` or ``rescore``), the seed, the judged data, and the record's label and tags."""
+    model: ModelInfo
+    kind: str
+    seed: int
+    data_source: str
+    label: Optional[str] = None
+    tags: tuple = ()
+    engine: Optional[dict] = None  # the requests a model answered (a reranker's)
+
+
+def build_record(task, docs: list, run: dict, source: Provenance, output_dir: Optional[str],
+                 extra: Optional[dict] = None, timings: Optional[dict] = None) -> dict:
     """Score ``run`` ({query: {doc: score}}) for the task's docs and write the record."""
     t0 = time.time()
     samples = task.score_run(docs, run)
     if not samples:
-        raise DataError(f"{data_source}: no query to score (the run answers none of the judged queries)")
-    config = RunConfig(tasks=[task.name], seed=seed, data_paths={task.name: data_source},
-                       task_options={task.name: dict(task.options)}, tags=list(tags))
+        raise DataError(f"{source.data_source}: no query to score (the run answers none of the judged queries)")
+    config = RunConfig(tasks=[task.name], seed=source.seed, data_paths={task.name: source.data_source},
+                       task_options={task.name: dict(task.options)}, tags=list(source.tags))
     entry, rows = finish_task(task, samples, config)
     entry.extra.update({"run_check": _summarise(check_run_against_qrels(run, {d.id: d.target for d in docs})),
                         **(extra or {})})
     timings = {**(timings or {}), "score_s": round(time.time() - t0, 3)}
     timings["total_s"] = round(sum(timings.values()), 3)
-    rec = new_run(kind, model, config.to_record(), {task.name: entry}, label=label, timings=timings,
-                  **({"engine": engine} if engine else {}))
+    rec = new_run(source.kind, source.model, config.to_record(), {task.name: entry}, label=source.label,
+                  timings=timings, **({"engine": source.engine} if source.engine else {}))
     if output_dir:
         rec.path = str(write_run(output_dir, rec, {task.name: rows}))
     return {"run": rec.to_dict(), "samples": {task.name: rows}}
@@ -65,6 +78,7 @@ def score_saved_run(task_name: str, run_path, qrels_path, options: Optional[dict
     sha = file_sha256(run_path)
     model = ModelInfo(spec=f"run:{run_path}", name=name or run_path.stem, backend="trec_run",
                       identity={"run": str(run_path), "sha256": sha}, identity_hash=sha[:32])
-    return build_record(task, docs, run, model, "rescore", seed, str(qrels_path.resolve()), output_dir,
+    source = Provenance(model, "rescore", seed, str(qrels_path.resolve()), tags=tuple(tags))
+    return build_record(task, docs, run, source, output_dir,
                         extra={"scored_run": {"path": str(run_path), "sha256": sha,
-                                              "qrels_sha256": file_sha256(qrels_path)}}, tags=tags)
+                                              "qrels_sha256": file_sha256(qrels_path)}})

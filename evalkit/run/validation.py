@@ -11,13 +11,7 @@ from pathlib import Path
 
 from evalkit.util.errors import ConfigError
 
-DTYPES = ("auto", "float32", "float16", "bfloat16", "half", "float")  # torch names vLLM also takes
 GEN_KEYS = ("max_tokens", "temperature", "top_p", "n", "seed", "top_k", "min_p", "repetition_penalty")
-_INT_ARGS = {"batch_size": 1, "max_length": 1, "max_gen_toks": 1, "threads": 1, "token_budget": 1, "chunk_size": 1,
-             "concurrency": 1, "max_retries": 0, "max_model_len": 1, "tensor_parallel_size": 1,
-             "data_parallel_size": 1, "max_num_seqs": 1, "block_size": 1, "max_lora_rank": 1,
-             "kv_cache_memory_bytes": 1}
-_FLOAT_ARGS = {"timeout": 0.0, "backoff_base": 0.0, "backoff_max": 0.0, "kv_cache_space": 0.0}
 
 
 def _is_int(v) -> bool:
@@ -30,41 +24,10 @@ def _is_num(v) -> bool:
 
 def check_model_args(prefix: str, args: dict, flag: str = "--model-args") -> None:
     """Types and ranges of the backend options that a backend would otherwise reject late (after
-    loading weights) or with a traceback: dtype, device, batch_size and the other counts."""
-    for key, least in _INT_ARGS.items():
-        if key not in args or args[key] is None:
-            continue
-        v = args[key]
-        if key == "batch_size" and isinstance(v, str) and v == "auto":
-            continue
-        if not _is_int(v) or v < least:
-            allowed = "'auto' or " if key == "batch_size" else ""
-            raise ConfigError(f"{flag}: {key}={v!r}: expected {allowed}an integer >= {least}")
-    for key, least in _FLOAT_ARGS.items():
-        if key in args and args[key] is not None and (not _is_num(args[key]) or args[key] < least):
-            raise ConfigError(f"{flag}: {key}={args[key]!r}: expected a number >= {least:g}")
-    if "gpu_memory_utilization" in args:
-        v = args["gpu_memory_utilization"]
-        if not _is_num(v) or not 0 < v <= 1:
-            raise ConfigError(f"{flag}: gpu_memory_utilization={v!r}: expected a fraction in (0, 1]")
-    if prefix in ("hf", "vllm") and "dtype" in args:
-        if str(args["dtype"]) not in DTYPES:
-            raise ConfigError(f"{flag}: dtype={args['dtype']!r}: allowed {', '.join(DTYPES)}")
-    if prefix == "hf" and "device" in args:
-        check_device(str(args["device"]), flag)
-
-
-def check_device(device: str, flag: str = "--model-args") -> None:
-    if not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", device):
-        raise ConfigError(f"{flag}: device={device!r}: allowed auto, cpu, cuda, cuda:N, mps")
-    if device.startswith("cuda"):
-        import torch
-        if not torch.cuda.is_available():
-            raise ConfigError(f"{flag}: device={device}: CUDA is not available on this machine "
-                              f"(torch {torch.__version__}); use device=cpu or device=auto")
-        idx = int(device.split(":")[1]) if ":" in device else 0
-        if idx >= torch.cuda.device_count():
-            raise ConfigError(f"{flag}: device={device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    loading weights) or with a traceback, from the backend's declaration (``backends/options.py``);
+    keys the backend does not know are left to ``make_backend``'s check, which names them."""
+    from evalkit.backends.options import OPTIONS
+    OPTIONS[prefix].check_known(args, flag)
 
 
 #: the most samples per problem (``n=``, ``--repeats``): the largest repeated-sampling studies draw 10,000
