@@ -34,9 +34,14 @@ FORBIDDEN = {
     "evalkit.arena": ("evalkit.cli", "evalkit.dashboards", "evalkit.run", "evalkit.backends", "evalkit.tasks"),
     "evalkit.fixtures": ("evalkit.cli", "evalkit.run", "evalkit.tasks"),
     # lm-eval's files in and out: records and the task API only (the catalog adapter is a task)
-    "evalkit.lm_eval_io": ("evalkit.tasks", "evalkit.backends", "evalkit.run", "evalkit.cli", "evalkit.dashboards"),
-    # Inspect's logs in and out: records and the task API only (and lm-eval's doc lookup it shares)
-    "evalkit.inspect_io": ("evalkit.tasks", "evalkit.backends", "evalkit.run", "evalkit.cli", "evalkit.dashboards"),
+    "evalkit.lm_eval_io": ("evalkit.tasks", "evalkit.backends", "evalkit.run", "evalkit.cli", "evalkit.dashboards",
+                           "evalkit.inspect_io"),
+    # Inspect's logs in and out: records and the task API only
+    "evalkit.inspect_io": ("evalkit.tasks", "evalkit.backends", "evalkit.run", "evalkit.cli", "evalkit.dashboards",
+                           "evalkit.lm_eval_io"),
+    # the import steps lm_eval_io and inspect_io share: records and the task API, none of the formats
+    "evalkit.importing": ("evalkit.tasks", "evalkit.backends", "evalkit.run", "evalkit.cli", "evalkit.dashboards",
+                          "evalkit.lm_eval_io", "evalkit.inspect_io"),
     # BFCL's decoding and checking run no model: the task API, scoring and util, and the sandbox where
     # its multi-turn APIs and checker run the model's calls (multi_turn_env)
     "evalkit.tasks.bfcl": ("evalkit.backends", "evalkit.run", "evalkit.cli", "evalkit.judges", "evalkit.dashboards",

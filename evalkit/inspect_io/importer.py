@@ -28,13 +28,12 @@ from typing import Optional
 from evalkit.inspect_io import samples as S
 from evalkit.inspect_io.docs import DocFinder
 from evalkit.inspect_io.files import inspect_version
-from evalkit.lm_eval_io.importer import contradiction, evalkit_docs
-from evalkit.records import ModelInfo, Run, TaskEntry, hashes, new_run, samples_filename, scrub
+from evalkit.importing.task_import import Pairing, task_entry
+from evalkit.records import ModelInfo, Run, new_run, scrub
 from evalkit.scoring.stats import mean_metric
 from evalkit.taskapi import registry
 from evalkit.taskapi.data import DataError
 from evalkit.taskapi.items import RunContext, content_hash
-from evalkit.util.errors import EvalkitError
 
 #: where an exported log keeps evalkit's own identities (spec.metadata, sample.metadata)
 META_KEY = "evalkit"
@@ -119,62 +118,63 @@ def _row(sample, to_float, finder, own: Optional[dict]) -> tuple[dict, Optional[
     return row, found
 
 
-def import_task(path: Path, log, ek_task: Optional[str], data_path: Optional[str], allow_mismatch: bool = False,
-                metric_map: Optional[dict] = None):
-    """(record task name, TaskEntry, rows, notes) of one log. ``metric_map`` renames metrics (Inspect's
-    name -> evalkit's, so they meet an evalkit task's metrics in compare)."""
-    from inspect_ai.scorer import value_to_float
-    spec = log.eval
-    own_task = _own(spec).get("task") if isinstance(_own(spec).get("task"), dict) else None
-    notes, task, docs, finder = [], None, None, None
+def _status_notes(path: Path, log) -> list:
     if not log.samples:
-        notes.append(f"{path}: the log holds no samples (status {log.status}); metrics only")
-    elif log.status != "success":
-        notes.append(f"{path}: the eval's status is {log.status!r}; its {len(log.samples)} logged samples are imported")
-    given = data_path  # --data TASK=PATH: the user's own, so a file that is not that task's is an error
-    data_path = data_path or ((own_task or {}).get("data_source") if own_task else None)
-    if ek_task and not own_task:
-        task, docs = evalkit_docs(ek_task, data_path)
-        if task is None and given:
-            raise DataError(f"--data {ek_task}={given}: evalkit cannot read it as {ek_task}'s data ({docs})")
-        if task is None:
-            notes.append(f"{spec.task}: evalkit task {ek_task}'s data could not be read ({docs}); rows keep "
-                         f"Inspect's sample ids and will not pair with evalkit runs")
-        else:
-            finder = DocFinder(docs)
-    to_float = value_to_float()
-    metric_map = dict((own_task or {}).get("metric_map") or metric_map or {})
-    rows, missed, same_prompt, seen = [], 0, 0, set()
+        return [f"{path}: the log holds no samples (status {log.status}); metrics only"]
+    if log.status != "success":
+        return [f"{path}: the eval's status is {log.status!r}; its {len(log.samples)} logged samples are imported"]
+    return []
+
+
+def _pairing(ek_task: Optional[str], data_path: Optional[str], own_task: Optional[dict]) -> Pairing:
+    """The evalkit task's docs; ``--data TASK=PATH`` is the user's own, so a file that is not that task's
+    data is an error."""
+    pairing = Pairing.open(ek_task, data_path or ((own_task or {}).get("data_source") if own_task else None),
+                           bool(own_task), RunContext(num_fewshot=0))
+    if pairing.unreadable and data_path:
+        raise DataError(f"--data {ek_task}={data_path}: evalkit cannot read it as {ek_task}'s data "
+                        f"({pairing.unreadable})")
+    return pairing
+
+
+def _check_metric_map(path: Path, log, metric_map: dict, own_task: Optional[dict]) -> None:
     known = set(_inspect_figures(log)) | {k for sample in _ordered(log) for k in (sample.scores or {})}
     unknown = sorted(k for k in metric_map if k not in known and k.split("/", 1)[0] not in known)
     if unknown and not own_task:
         raise DataError(f"--metric-map names metric(s) in no scorer of {path}: {', '.join(unknown)} (its scorers: "
                         f"{', '.join(sorted(known)) or 'none'})")
-    ctx = RunContext(num_fewshot=0)
+
+
+def _rows(log, pairing: Pairing, own_task: Optional[dict], metric_map: dict) -> list:
+    """The rows of the log's samples, their metrics renamed by ``metric_map``; each paired doc's prompt
+    is compared once (a doc's epochs share it)."""
+    from inspect_ai.scorer import value_to_float
+    to_float = value_to_float()
+    finder = DocFinder(pairing.docs) if pairing.task is not None else None
+    rows, seen = [], set()
     for sample in _ordered(log):
         own = (sample.metadata or {}).get(META_KEY) if own_task else None
         row, found = _row(sample, to_float, finder, own if isinstance(own, dict) else None)
         if found is False:
-            missed += 1
+            pairing.missed += 1
         elif found and row["doc_id"] not in seen:
-            try:
-                same_prompt += task.prompt_of(docs[row["doc_index"]], ctx) == row["prompt"]
-            except (EvalkitError, ValueError, OSError, KeyError, IndexError):
-                pass
+            pairing.paired(pairing.docs[row["doc_index"]], row["prompt"])
         seen.add(row["doc_id"])
         row["metrics"] = {metric_map.get(k, k): v for k, v in row["metrics"].items()}
         rows.append(row)
-    if missed:
-        what = (f"{path}: {missed} of {len(rows)} samples are no doc of evalkit {ek_task} (another task or "
-                f"other data?)")
-        contradiction(what, f"check --task-map and --data, or pass --allow-mismatch to import it as Inspect's "
-                             f"{spec.task}", f"imported as Inspect's {spec.task} with Inspect's sample ids",
-                       allow_mismatch, notes)
-        task = None
-        for r, s in zip(rows, _ordered(log)):
-            r["doc_id"] = str(s.id)
-            r["doc_hash"] = content_hash({"input": S.input_text(s), "target": S.target_of(s), "choices": s.choices})
-            r.pop("doc_index", None)
+    return rows
+
+
+def _unpair(rows: list, log) -> None:
+    """Rows back to Inspect's sample ids and sample hashes."""
+    for r, s in zip(rows, _ordered(log)):
+        r["doc_id"] = str(s.id)
+        r["doc_hash"] = content_hash({"input": S.input_text(s), "target": S.target_of(s), "choices": s.choices})
+        r.pop("doc_index", None)
+
+
+def _metrics(rows: list, log, metric_map: dict, notes: list) -> dict:
+    """evalkit's figures of each metric, Inspect's own kept beside under ``inspect``."""
     figures = {metric_map.get(k, k): v for k, v in _inspect_figures(log).items()}
     names = list(OrderedDict.fromkeys([n for r in rows for n in r["metrics"]] + list(figures)))
     metrics = {}
@@ -183,36 +183,56 @@ def import_task(path: Path, log, ek_task: Optional[str], data_path: Optional[str
         if name in figures:
             m["inspect"] = figures[name]
             if figures[name]["reducer"] != "mean":
-                notes.append(f"{spec.task} {name}: Inspect reduced epochs with {figures[name]['reducer']!r}; "
+                notes.append(f"{log.eval.task} {name}: Inspect reduced epochs with {figures[name]['reducer']!r}; "
                              f"evalkit's value is the mean over epochs (Inspect's kept under 'inspect')")
         metrics[name] = m
-    if own_task and isinstance(own_task.get("metrics"), dict):  # the record's own figures (kinds, CIs)
-        metrics = {k: v for k, v in own_task["metrics"].items() if isinstance(v, dict)}
-    name = (own_task or {}).get("name") or (ek_task if task is not None else record_task_name(spec.task))
-    ek_cls = registry.all_tasks().get(name) if task is not None else None
-    version = str((own_task or {}).get("version") or (ek_cls.version if ek_cls else spec.task_version))
-    epochs = spec.config.epochs or 1
+    return metrics
+
+
+def _info(path: Path, log, metric_map: dict) -> dict:
+    spec = log.eval
     info = {"task": spec.task, "task_version": spec.task_version, "task_id": spec.task_id,
             "task_file": spec.task_file, "task_registry_name": getattr(spec, "task_registry_name", None),
-            "task_args": scrub(dict(spec.task_args or {})), "dataset": _dump(spec.dataset), "epochs": epochs,
-            "epochs_reducer": spec.config.epochs_reducer, "solver": _dump(log.plan), "scorers": [
-                _dump(s) for s in spec.scorers or []], "status": log.status, "log_file": str(path),
-            "model_usage": S.usage_of(log.stats.model_usage if log.stats else None),
+            "task_args": scrub(dict(spec.task_args or {})), "dataset": _dump(spec.dataset),
+            "epochs": spec.config.epochs or 1, "epochs_reducer": spec.config.epochs_reducer,
+            "solver": _dump(log.plan), "scorers": [_dump(s) for s in spec.scorers or []], "status": log.status,
+            "log_file": str(path), "model_usage": S.usage_of(log.stats.model_usage if log.stats else None),
             "headline": _dump(log.results.headline) if log.results and getattr(log.results, "headline", None) else None}
     if metric_map:
         info["metric_map"] = metric_map
-    if task is not None:
-        info["prompts_identical_to_evalkit"] = same_prompt
-    n_items = len({r["doc_id"] for r in rows})
-    entry = TaskEntry(
-        version=version, description=(own_task or {}).get("description") or f"Inspect task {spec.task} (imported)",
-        output_type=(own_task or {}).get("output_type") or "generate",
-        config=(own_task or {}).get("config") or {"name": name, "version": version, "num_fewshot": None,
-                                                  "options": {}, "epochs": epochs},
-        num_fewshot=(own_task or {}).get("num_fewshot"), n_docs=n_items,
-        dataset_fingerprint=hashes.dataset_fingerprint(rows), prompt_hash=hashes.prompt_hash(rows),
-        data_source=(data_path if task is not None or own_task else None) or spec.dataset.location or spec.dataset.name,
-        metrics=metrics, samples_file=samples_filename(name), extra={"inspect": info})
+    return info
+
+
+def import_task(path: Path, log, ek_task: Optional[str], data_path: Optional[str], allow_mismatch: bool = False,
+                metric_map: Optional[dict] = None):
+    """(record task name, TaskEntry, rows, notes) of one log. ``metric_map`` renames metrics (Inspect's
+    name -> evalkit's, so they meet an evalkit task's metrics in compare)."""
+    spec = log.eval
+    own_task = _own(spec).get("task") if isinstance(_own(spec).get("task"), dict) else None
+    own = own_task or {}
+    notes = _status_notes(path, log)
+    pairing = _pairing(ek_task, data_path, own_task)
+    if pairing.unreadable:
+        notes.append(pairing.unreadable_note(spec.task, ek_task, "Inspect's sample ids"))
+    metric_map = dict(own.get("metric_map") or metric_map or {})
+    _check_metric_map(path, log, metric_map, own_task)
+    rows = _rows(log, pairing, own_task, metric_map)
+    what = (f"{path}: {pairing.missed} of {len(rows)} samples are no doc of evalkit {ek_task} (another task or "
+            f"other data?)")
+    if pairing.check(what, f"Inspect's {spec.task}", " with Inspect's sample ids", allow_mismatch, notes):
+        _unpair(rows, log)
+    metrics = _metrics(rows, log, metric_map, notes)
+    name = own.get("name") or (ek_task if pairing.task is not None else record_task_name(spec.task))
+    version = str(own.get("version") or pairing.version(name, spec.task_version))
+    info = _info(path, log, metric_map)
+    entry = task_entry(
+        pairing, name, rows, metrics, own.get("metrics"), "inspect", info,
+        version=version, description=own.get("description") or f"Inspect task {spec.task} (imported)",
+        output_type=own.get("output_type") or "generate",
+        config=own.get("config") or {"name": name, "version": version, "num_fewshot": None, "options": {},
+                                     "epochs": info["epochs"]},
+        num_fewshot=own.get("num_fewshot"), n_docs=len({r["doc_id"] for r in rows}),
+        data_source=pairing.data_source() or spec.dataset.location or spec.dataset.name)
     return name, entry, rows, notes
 
 

@@ -19,24 +19,16 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Optional
 
+from evalkit.importing.task_import import Pairing, contradiction, task_entry
 from evalkit.taskapi import registry
 from evalkit.util.errors import EvalkitError
 from evalkit.taskapi.items import RunContext, content_hash
 from evalkit.lm_eval_io import samples as S
 from evalkit.lm_eval_io.files import LmEvalOutput
-from evalkit.records import ModelInfo, Run, TaskEntry, hashes, new_run, samples_filename
+from evalkit.records import ModelInfo, Run, new_run
 from evalkit.scoring.stats import mean_metric
 
 log = logging.getLogger(__name__)
-
-
-def evalkit_docs(ek_task: str, data_path: Optional[str]):
-    """(task instance, its evaluation docs) or (None, reason)."""
-    try:
-        task = registry.get_task_class(ek_task)(data_path=data_path)
-        return task, task.eval_docs()
-    except (EvalkitError, ValueError, OSError, ImportError, KeyError) as e:
-        return None, f"{type(e).__name__}: {e}"
 
 
 def _matches(doc, line: dict, prompt) -> bool:
@@ -81,81 +73,54 @@ def _aggregation(cfg: dict, metric: str) -> Optional[str]:
     return "mean" if metric in MEAN_METRICS else None
 
 
-def contradiction(what: str, fix: str, kept: str, allow: bool, notes: list) -> None:
-    """Files that contradict themselves: an error naming the fix, or (``--allow-mismatch``) a note."""
-    if not allow:
-        raise EvalkitError(f"{what}; {fix}")
-    notes.append(f"{what}; {kept}")
+def _paired_id(doc_id: str, first: dict, prompt, pairing: Pairing) -> Optional[tuple]:
+    """(evalkit doc id, doc hash) of an lm-eval doc: the evalkit doc at its position, when that is it."""
+    docs = pairing.docs
+    k = int(doc_id) if doc_id.isdigit() else -1
+    if 0 <= k < len(docs) and _matches(docs[k], first, prompt):
+        pairing.paired(docs[k], prompt)
+        return docs[k].id, docs[k].hash()
+    pairing.missed += 1
+    return None
 
 
-def import_task(out: LmEvalOutput, lm_task: str, ek_task: Optional[str], data_path: Optional[str],
-                allow_mismatch: bool = False):
-    """(record task name, TaskEntry, sample rows, notes) of one lm-eval task. Figures that contradict
-    their samples, and docs that are not the mapped evalkit task's, are errors (``allow_mismatch``:
-    notes, and such a task keeps lm-eval's name)."""
+def _row(doc_id: str, group: list[dict], lm_type: str, pairing: Pairing, names: dict) -> dict:
+    """The evalkit row of one lm-eval doc (its lines, one per filter); ``names``: metric name -> [lm-eval's
+    metric, filter]."""
+    first = group[0]
+    prompt = S.prompt_of(first)
+    responses = S.responses_of(first, lm_type)
+    metrics = {}
+    for ln in group:
+        metrics.update(S.metric_values(ln))
+        for m in ln.get("metrics") or []:
+            names[S.metric_name(m, ln.get("filter", "none"))] = [m, ln.get("filter", "none")]
+    own = first.get("evalkit") if isinstance(first.get("evalkit"), dict) else None
+    row_id, row_hash = doc_id, content_hash(first.get("doc"))
+    if own:  # written by `evalkit export --format lm-eval`: evalkit's own identities
+        row_id, row_hash = own.get("doc_id", doc_id), own.get("doc_hash", row_hash)
+        prompt = own.get("prompt", prompt)
+    elif pairing.task is not None:
+        row_id, row_hash = _paired_id(doc_id, first, prompt, pairing) or (row_id, row_hash)
+    target = own["target"] if own and "target" in own else first.get("target")
+    if lm_type in ("multiple_choice", "loglikelihood") and isinstance(target, str) and target.strip().isdigit():
+        target = int(target)  # lm-eval writes the gold index as text
+    return {"doc_id": row_id, "doc_hash": row_hash, "prompt": prompt, "responses": responses,
+            "target": target, "metrics": metrics,
+            "extracted": S.extracted_of(group, lm_type, responses),
+            "extra": {"lm_eval": {"doc_id": first["doc_id"], "doc": first.get("doc"),
+                                  "continuations": [a[1] if len(a) > 1 else None
+                                                    for a in S.arguments(first)]}},
+            "prompt_hash": (own or {}).get("prompt_hash") or content_hash(prompt),
+            "doc_index": int(doc_id) if doc_id.isdigit() else None}
+
+
+def _metrics(out: LmEvalOutput, lm_task: str, per_metric: dict, names: dict, allow_mismatch: bool,
+             notes: list) -> dict:
+    """lm-eval's figures of the task (checked against the mean of their samples), then the per-sample
+    metrics lm-eval did not aggregate."""
     res = out.results
     cfg = (res.get("configs") or {}).get(lm_task, {})
-    lm_type = cfg.get("output_type", "")
-    n_shot = (res.get("n-shot") or {}).get(lm_task, cfg.get("num_fewshot"))
-    lines = out.samples(lm_task)
-    notes = []
-    if not lines:
-        notes.append(f"{lm_task}: no samples file (run lm-eval with --log_samples); metrics only")
-    task = docs = None
-    exported = bool(lines) and isinstance(lines[0].get("evalkit"), dict)  # our own export: ids are in it
-    meta = cfg.get("metadata") if isinstance(cfg.get("metadata"), dict) else {}
-    data_path = data_path or (meta.get("evalkit_data_source") if exported else None)
-    if ek_task and not exported:
-        task, docs = evalkit_docs(ek_task, data_path)
-        if task is None:
-            notes.append(f"{lm_task}: evalkit task {ek_task}'s data could not be read ({docs}); "
-                         f"rows keep lm-eval's doc ids and will not pair with evalkit runs")
-    ctx = RunContext(seed=int((res.get("config") or {}).get("fewshot_seed") or 1234),
-                     num_fewshot=n_shot if isinstance(n_shot, int) else None)
-    rows, per_metric, mismatched, same_prompt, names = [], {}, 0, 0, {}
-    for doc_id, group in _group(lines).items():
-        first = group[0]
-        prompt = S.prompt_of(first)
-        responses = S.responses_of(first, lm_type)
-        metrics = {}
-        for ln in group:
-            metrics.update(S.metric_values(ln))
-            for m in ln.get("metrics") or []:
-                names[S.metric_name(m, ln.get("filter", "none"))] = [m, ln.get("filter", "none")]
-        own = first.get("evalkit") if isinstance(first.get("evalkit"), dict) else None
-        row_id, row_hash = doc_id, content_hash(first.get("doc"))
-        if own:  # written by `evalkit export --format lm-eval`: evalkit's own identities
-            row_id, row_hash = own.get("doc_id", doc_id), own.get("doc_hash", row_hash)
-            prompt = own.get("prompt", prompt)
-        elif task is not None:
-            k = int(doc_id) if doc_id.isdigit() else -1
-            if 0 <= k < len(docs) and _matches(docs[k], first, prompt):
-                row_id, row_hash = docs[k].id, docs[k].hash()
-                try:
-                    same_prompt += task.prompt_of(docs[k], ctx) == prompt
-                except (EvalkitError, ValueError, OSError, KeyError, IndexError):
-                    pass
-            else:
-                mismatched += 1
-        target = own["target"] if own and "target" in own else first.get("target")
-        if lm_type in ("multiple_choice", "loglikelihood") and isinstance(target, str) and target.strip().isdigit():
-            target = int(target)  # lm-eval writes the gold index as text
-        rows.append({"doc_id": row_id, "doc_hash": row_hash, "prompt": prompt, "responses": responses,
-                     "target": target, "metrics": metrics,
-                     "extracted": S.extracted_of(group, lm_type, responses),
-                     "extra": {"lm_eval": {"doc_id": first["doc_id"], "doc": first.get("doc"),
-                                           "continuations": [a[1] if len(a) > 1 else None
-                                                             for a in S.arguments(first)]}},
-                     "prompt_hash": (own or {}).get("prompt_hash") or content_hash(prompt), "doc_index": int(doc_id) if doc_id.isdigit() else None})
-        for k, v in metrics.items():
-            per_metric.setdefault(k, []).append(v)
-    if mismatched:
-        what = (f"{out.samples_paths.get(lm_task, lm_task)}: {mismatched} of {len(rows)} docs are not evalkit "
-                f"{ek_task}'s doc at the same position (another task or other data?)")
-        contradiction(what, f"check --task-map and --data, or pass --allow-mismatch to import it as lm-eval's "
-                             f"{lm_task}", f"imported as lm-eval's {lm_task}, those docs keep lm-eval's doc ids",
-                       allow_mismatch, notes)
-        task = None
     hib_all = (res.get("higher_is_better") or {}).get(lm_task, {})
     metrics = {}
     for key, value in (res["results"].get(lm_task) or {}).items():
@@ -173,33 +138,63 @@ def import_task(out: LmEvalOutput, lm_task: str, ek_task: Optional[str], data_pa
                 what = (f"{out.results_path}: {lm_task} {key} = {float(value):g}, but the mean of its {len(vals)} "
                         f"samples is {mean:g}")
                 contradiction(what, "files from different runs? Pass --allow-mismatch to keep the samples' mean",
-                               "the samples' mean is kept", allow_mismatch, notes)
+                              "the samples' mean is kept", allow_mismatch, notes)
                 value = mean
         stderr = res["results"][lm_task].get(f"{m}_stderr,{filt}" if "," in key else f"{m}_stderr")
         metrics[name] = _metric_entry(per_metric.get(name, []), value, stderr, bool(hib_all.get(m, True)))
     for name, vals in per_metric.items():  # per-sample metrics lm-eval did not aggregate
         metrics.setdefault(name, _metric_entry(vals, None, None, bool(hib_all.get(names.get(name, [name])[0], True))))
-    if exported and isinstance(meta.get("evalkit_metrics"), dict):  # the record's own figures (kinds, CIs)
-        metrics = {k: v for k, v in meta["evalkit_metrics"].items() if isinstance(v, dict)}
-    record_name = ek_task if ek_task and (task is not None or exported) and not mismatched else lm_task
-    ek_cls = registry.all_tasks().get(record_name)
-    version = str(ek_cls.version) if ek_cls is not None and task is not None else str(
-        (res.get("versions") or {}).get(lm_task, "1"))
-    lm_info = {"task": lm_task, "version": (res.get("versions") or {}).get(lm_task),
-               "task_hash": (res.get("task_hashes") or {}).get(lm_task), "output_type": lm_type,
-               "metric_names": names, "n_samples": (res.get("n-samples") or {}).get(lm_task),
-               "samples_file": str(out.samples_paths.get(lm_task)) if lm_task in out.samples_paths else None,
-               "config": cfg}
-    if task is not None:
-        lm_info["prompts_identical_to_evalkit"] = same_prompt
-    entry = TaskEntry(
+    return metrics
+
+
+def _lm_info(out: LmEvalOutput, lm_task: str, names: dict) -> dict:
+    res = out.results
+    cfg = (res.get("configs") or {}).get(lm_task, {})
+    return {"task": lm_task, "version": (res.get("versions") or {}).get(lm_task),
+            "task_hash": (res.get("task_hashes") or {}).get(lm_task), "output_type": cfg.get("output_type", ""),
+            "metric_names": names, "n_samples": (res.get("n-samples") or {}).get(lm_task),
+            "samples_file": str(out.samples_paths.get(lm_task)) if lm_task in out.samples_paths else None,
+            "config": cfg}
+
+
+def import_task(out: LmEvalOutput, lm_task: str, ek_task: Optional[str], data_path: Optional[str],
+                allow_mismatch: bool = False):
+    """(record task name, TaskEntry, sample rows, notes) of one lm-eval task. Figures that contradict
+    their samples, and docs that are not the mapped evalkit task's, are errors (``allow_mismatch``:
+    notes, and such a task keeps lm-eval's name)."""
+    res = out.results
+    cfg = (res.get("configs") or {}).get(lm_task, {})
+    lm_type = cfg.get("output_type", "")
+    n_shot = (res.get("n-shot") or {}).get(lm_task, cfg.get("num_fewshot"))
+    lines = out.samples(lm_task)
+    notes = [] if lines else [f"{lm_task}: no samples file (run lm-eval with --log_samples); metrics only"]
+    exported = bool(lines) and isinstance(lines[0].get("evalkit"), dict)  # our own export: ids are in it
+    meta = cfg.get("metadata") if isinstance(cfg.get("metadata"), dict) else {}
+    ctx = RunContext(seed=int((res.get("config") or {}).get("fewshot_seed") or 1234),
+                     num_fewshot=n_shot if isinstance(n_shot, int) else None)
+    pairing = Pairing.open(ek_task, data_path or (meta.get("evalkit_data_source") if exported else None),
+                           exported, ctx)
+    if pairing.unreadable:
+        notes.append(pairing.unreadable_note(lm_task, ek_task, "lm-eval's doc ids"))
+    rows, per_metric, names = [], {}, {}
+    for doc_id, group in _group(lines).items():
+        rows.append(_row(doc_id, group, lm_type, pairing, names))
+        for k, v in rows[-1]["metrics"].items():
+            per_metric.setdefault(k, []).append(v)
+    what = (f"{out.samples_paths.get(lm_task, lm_task)}: {pairing.missed} of {len(rows)} docs are not evalkit "
+            f"{ek_task}'s doc at the same position (another task or other data?)")
+    mismatched = pairing.check(what, f"lm-eval's {lm_task}", ", those docs keep lm-eval's doc ids", allow_mismatch,
+                               notes)
+    metrics = _metrics(out, lm_task, per_metric, names, allow_mismatch, notes)
+    record_name = ek_task if ek_task and (pairing.task is not None or exported) and not mismatched else lm_task
+    version = str(pairing.version(record_name, (res.get("versions") or {}).get(lm_task, "1")))
+    entry = task_entry(
+        pairing, record_name, rows, metrics, meta.get("evalkit_metrics"), "lm_eval", _lm_info(out, lm_task, names),
         version=version, description=f"lm-eval task {lm_task} (imported)",
         output_type=S.OUTPUT_TYPES.get(lm_type, lm_type),
         config={"name": record_name, "version": version, "num_fewshot": n_shot, "options": {}},
         num_fewshot=n_shot if isinstance(n_shot, int) else None, n_docs=len(rows),
-        dataset_fingerprint=hashes.dataset_fingerprint(rows), prompt_hash=hashes.prompt_hash(rows),
-        data_source=(data_path if task is not None or exported else None) or cfg.get("dataset_path"),
-        metrics=metrics, samples_file=samples_filename(record_name), extra={"lm_eval": lm_info},
+        data_source=pairing.data_source() or cfg.get("dataset_path"),
         **({k: meta[f"evalkit_{k}"] for k in S.ENTRY_FIGURES if f"evalkit_{k}" in meta} if exported else {}))
     return record_name, entry, rows, notes
 
