@@ -1,7 +1,7 @@
 """Benchmark: reward-model pairs/s through vLLM offline pooling against transformers, same pairs.
 
 Pairs are (GSM8K question, its reference solution) from the shared test split, each scored by the
-deterministic reward-model fixture (SmolLM2-135M + yes/no head, ``evalkit.fixtures.reward_model``; its
+deterministic reward-model fixture (SmolLM2-135M + yes/no head, ``tests/fixtures/reward_model.py``; its
 rewards are noise, it measures plumbing speed and numerics, not reward-model quality). Both sides
 get the same token ids (``RewardBackend.request_ids``); each side runs in its own process, only the
 scoring call is timed (model load / engine start reported apart), after a small untimed warm-up.
@@ -36,7 +36,7 @@ def pairs(n: int) -> list[tuple[str, str]]:
 
 def side_main(args) -> None:
     sys.path.insert(0, str(REPO))
-    from evalkit.fixtures.reward_model import build
+    from tests.fixtures.reward_model import build
     from evalkit.taskapi.requests import RewardRequest
     path = str(build())
     t0 = time.perf_counter()

@@ -15,8 +15,10 @@ import sys
 MOVED = {
     "runner": "run.runner", "engine": "run.engine", "cache": "run.cache", "run_config": "run.config",
     "run_checks": "run.checks", "validation": "run.validation", "response_checks": "run.response_checks",
-    "traces": "run.traces", "reward_phase": "run.reward_phase", "reward_pairs": "run.reward_pairs",
-    "parity": "run.parity", "merge": "run.merge",
+    "traces": "run.traces", "reward_phase": "run.reward_phase", "reward_pairs": "run.workflows.reward_pairs",
+    "parity": "run.workflows.parity", "merge": "run.workflows.merge",
+    "run.rescore": "run.workflows.rescore", "run.merge": "run.workflows.merge", "run.parity": "run.workflows.parity",
+    "run.reward_pairs": "run.workflows.reward_pairs",
     "task": "taskapi.task", "items": "taskapi.items", "data": "taskapi.data", "registry": "taskapi.registry",
     "requests": "taskapi.requests",
     "stats": "scoring.stats", "metric": "scoring.metric", "answers": "scoring.answers",
@@ -27,7 +29,6 @@ MOVED = {
     "record_schema": "records.schema", "provenance": "records.provenance", "redact": "records.redact",
     "jsonio": "util.jsonio", "errors": "util.errors", "extras": "util.extras", "fs_check": "util.fs_check",
     "kvargs": "util.kvargs", "hub_access": "util.hub_access", "models": "backends.model_dirs",
-    "reward_fixture": "fixtures.reward_model",
 }
 
 

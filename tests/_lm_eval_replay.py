@@ -37,7 +37,7 @@ def in_sample_order(items: list) -> list:
     request (their seeds are ``sample_params``'s), else in the order they were answered."""
     from dataclasses import replace
 
-    from evalkit.run.sample_split import sample_params
+    from evalkit.run.repeats_split import sample_params
     for r0, _ in items:
         order = {sample_params(replace(r0.params, n=len(items)), i).seed: i for i in range(len(items))}
         if len(items) > 1 and all(r.params.seed in order for r, _ in items):
@@ -58,7 +58,7 @@ def replay_lm(answers: dict, tokenizer=None):
     for req, a in answers.items():
         if isinstance(req, GenerateRequest):
             by_prompt.setdefault(req.prompt, []).append((req, [c.text for c in a]))
-    # K samples of a prompt reach the backend as K one-completion requests (evalkit.run.sample_split):
+    # K samples of a prompt reach the backend as K one-completion requests (evalkit.run.repeats_split):
     # lm-eval's repeats take them in sample order
     gens = {prompt: [in_sample_order(items)] for prompt, items in by_prompt.items()}
 

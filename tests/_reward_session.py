@@ -1,6 +1,6 @@
 """The deterministic reward-model fixture and one vLLM reward engine per test session.
 
-The fixture is SmolLM2-135M with a yes/no score head (``evalkit.fixtures.reward_model``), built once per
+The fixture is SmolLM2-135M with a yes/no score head (``tests/fixtures/reward_model.py``), built once per
 machine into the models cache. ITS SCORES ARE NOISE: tests use it to prove plumbing and numerics
 (transformers and vLLM agree, batching and padding change nothing, caching and resume work), never
 reward-model quality.
@@ -15,7 +15,7 @@ _STATE: dict = {}
 
 def fixture_dir() -> str:
     if "dir" not in _STATE:
-        from evalkit.fixtures.reward_model import build
+        from fixtures.reward_model import build
         _STATE["dir"] = str(build())
     return _STATE["dir"]
 

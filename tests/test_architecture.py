@@ -12,7 +12,8 @@ from conftest import REPO
 
 # The core's folders, lowest first: each may import only the folders listed for it (even lazily).
 # util < records < scoring < taskapi < backends < run (scoring's MetricValue is the record's); the
-# backends see of the task API only the request kinds they answer and the tool-call parsers.
+# backends see of the task API only the request kinds they answer and the tool-call parsers. The agents
+# stand beside run: they compose the task API's episodes, backends' engines and the sandbox's tool calls.
 ALLOWED = {
     "evalkit.util": ("evalkit.util", "evalkit.version"),
     "evalkit.records": ("evalkit.records", "evalkit.util", "evalkit.version"),
@@ -21,6 +22,14 @@ ALLOWED = {
     "evalkit.backends": ("evalkit.backends", "evalkit.taskapi.requests", "evalkit.taskapi.tool_parsers",
                          "evalkit.scoring", "evalkit.records",
                          "evalkit.util", "evalkit.version"),
+    "evalkit.agents": ("evalkit.agents", "evalkit.taskapi", "evalkit.backends", "evalkit.sandbox", "evalkit.scoring",
+                       "evalkit.records", "evalkit.util", "evalkit.version"),
+}
+# who may import a folder (even lazily): the agents are played by run's answer phase; the workflows
+# (rescore, merge, parity, reward pairs) compose run's phases for the CLI, and no phase imports them
+IMPORTED_ONLY_BY = {
+    "evalkit.agents": ("evalkit.agents", "evalkit.run"),
+    "evalkit.run.workflows": ("evalkit.run.workflows", "evalkit.cli"),
 }
 # higher layers than each prefix; a module under the prefix may import none of them (even lazily)
 FORBIDDEN = {
@@ -32,7 +41,6 @@ FORBIDDEN = {
     "evalkit.compare": ("evalkit.cli", "evalkit.dashboards", "evalkit.judges", "evalkit.run", "evalkit.backends"),
     "evalkit.dashboards": ("evalkit.cli", "evalkit.run", "evalkit.backends"),
     "evalkit.arena": ("evalkit.cli", "evalkit.dashboards", "evalkit.run", "evalkit.backends", "evalkit.tasks"),
-    "evalkit.fixtures": ("evalkit.cli", "evalkit.run", "evalkit.tasks"),
     # lm-eval's files in and out: records and the task API only (the catalog adapter is a task)
     "evalkit.lm_eval_io": ("evalkit.tasks", "evalkit.backends", "evalkit.run", "evalkit.cli", "evalkit.dashboards",
                            "evalkit.inspect_io"),
@@ -75,6 +83,13 @@ def test_no_import_from_a_lower_layer_to_a_higher_one(edges, layer):
 def test_core_folders_import_only_the_folders_below_them(edges, layer):
     bad = sorted(f"{m} -> {n}" for m, ns in edges.items() if _under(m, layer) for n in ns
                  if not any(_under(n, a) for a in ALLOWED[layer]))
+    assert bad == []
+
+
+@pytest.mark.parametrize("folder", sorted(IMPORTED_ONLY_BY))
+def test_folders_are_imported_only_by_their_callers(edges, folder):
+    bad = sorted(f"{m} -> {n}" for m, ns in edges.items() for n in ns if _under(n, folder)
+                 if not any(_under(m, c) for c in IMPORTED_ONLY_BY[folder]))
     assert bad == []
 
 

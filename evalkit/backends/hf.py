@@ -20,8 +20,8 @@ from evalkit.backends.cpu_threads import ThreadChoice, choose_threads
 from evalkit.backends.hf_scoring import PairScorer
 from evalkit.backends.logprobs import CPU_CHUNK_ELEMS, GPU_CHUNK_ELEMS
 from evalkit.backends.options import HFOptions, prefill_chunk_option
-from evalkit.backends.harmony_format import decode_completion, is_harmony_tokenizer
 from evalkit.backends.tokenization import TokenizerMixin, chat_template_options, rolling_windows  # noqa: F401 (rolling_windows re-exported)
+from evalkit.scoring.harmony import decode_completion, is_harmony_tokenizer
 from evalkit.taskapi.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
 log = logging.getLogger(__name__)

@@ -122,7 +122,7 @@ def chat_template_options(chat_template=None, chat_template_kwargs=None, reasoni
             raise ValueError(f"chat_template_kwargs {kwargs!r}: not JSON ({e})") from None
     if not isinstance(kwargs, dict):
         raise ValueError("chat_template_kwargs: expected a JSON object, e.g. '{\"enable_thinking\": false}'")
-    from evalkit.backends.harmony_format import effort_kwargs
+    from evalkit.scoring.harmony import effort_kwargs
     kwargs = effort_kwargs(reasoning_effort, kwargs)
     text = None
     if chat_template:

@@ -36,11 +36,11 @@ from typing import Optional, Sequence
 from evalkit.backends import model_dirs as models
 from evalkit.backends.base import Backend
 from evalkit.backends.vllm_stream import stream_engine
-from evalkit.backends.harmony_format import is_harmony_tokenizer, vllm_decode_options
 from evalkit.backends.options import VLLMOptions
 from evalkit.backends.tokenization import TokenizerMixin, chat_template_options, truncate_pair
 from evalkit.backends.vllm_engine import (ResolvedMemo, cpu_scheduler_args, engine_start_error, kv_cache_plan,
                                          lora_rank, lora_targets, offline_cpu_binding, parse_lora, platform_kind, shutdown_engine)
+from evalkit.scoring.harmony import is_harmony_tokenizer, vllm_decode_options
 from evalkit.taskapi.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
 log = logging.getLogger(__name__)

@@ -45,7 +45,7 @@ def canonical_docs(task_name: str, data_path, options: dict, limit=None):
 
 def check_task(task_name: str, data_path=None, options=None, limit=None, output=None) -> dict:
     """Score the references of one task; returns {"task", "total", "passed", "failures", "seconds", "run"}."""
-    from evalkit.run.rescore import ScoreConfig, rescore
+    from evalkit.run.workflows.rescore import ScoreConfig, rescore
 
     t0 = time.time()
     _, _, rows = canonical_docs(task_name, data_path, options or {}, limit)

@@ -32,7 +32,7 @@ def check_data_source(task: str, src: str, record_path, fix: str) -> None:
     """A baseline record's data path, as the candidate will read it: a relative path (as an import or
     a run recorded it) means relative to the folder that command ran in; from anywhere else it is not
     found, so say so and how to point at the data (``fix``: the config key or flag)."""
-    from evalkit.run.rescore import REFS_PREFIX   # `evalkit score`'s reference files: not a data path
+    from evalkit.run.workflows.rescore import REFS_PREFIX   # `evalkit score`'s reference files: not a data path
     p = Path(src).expanduser()
     if src.startswith(REFS_PREFIX) or p.is_absolute() or p.exists():
         return

@@ -1,7 +1,7 @@
 """``evalkit merge SHARD_RUN...``: join ``--shard i/N`` run records into one run record."""
 from __future__ import annotations
 
-from evalkit.run.merge import merge_runs
+from evalkit.run.workflows.merge import merge_runs
 
 
 def register(sub):

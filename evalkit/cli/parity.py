@@ -33,7 +33,7 @@ def register(sub):
 
 
 def run(args):
-    from evalkit.run.parity import check, collect, compare, format_report
+    from evalkit.run.workflows.parity import check, collect, compare, format_report
 
     for spec in (args.model_a, args.model_b):
         split_spec(spec)

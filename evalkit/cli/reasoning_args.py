@@ -7,8 +7,8 @@ import json
 import logging
 import os
 
-from evalkit.backends.harmony_format import OFFLINE_EFFORTS
 from evalkit.backends.openai_reasoning import EFFORTS
+from evalkit.scoring.harmony import OFFLINE_EFFORTS
 from evalkit.util.errors import ConfigError
 from evalkit.scoring.thinking import pop_options
 

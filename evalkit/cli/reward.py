@@ -38,7 +38,7 @@ def run(args):
     from evalkit.backends.reward_catalog import make_reward_backend, split_reward_spec
     from evalkit.cli.run import open_cache
     from evalkit.util.kvargs import parse_model_args
-    from evalkit.run.reward_pairs import read_rows, request_of, score_file, summary_line
+    from evalkit.run.workflows.reward_pairs import read_rows, request_of, score_file, summary_line
 
     from evalkit.run import validation
     prefix, _ = split_reward_spec(args.model, "--model")

@@ -2,14 +2,14 @@
 
 ``evalkit score --task translation --predictions system.txt --references ref.de`` scores an
 external MT system; ``evalkit score --task xsum --predictions results/<run>/`` re-scores an old run
-with today's metrics. Writes a normal run record (see evalkit.run.rescore).
+with today's metrics. Writes a normal run record (see evalkit.run.workflows.rescore).
 """
 from __future__ import annotations
 
 from evalkit.taskapi import registry
 from evalkit.backends import parse_model_args
 from evalkit.cli.run import appended_metrics, format_table
-from evalkit.run.rescore import ScoreConfig, rescore
+from evalkit.run.workflows.rescore import ScoreConfig, rescore
 
 
 def register(sub):

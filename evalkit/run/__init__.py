@@ -1,1 +1,2 @@
-"""The run: plan, answer, score, post-process; the engine, the response cache, parity, merge and rescoring."""
+"""The run: plan, answer, score, post-process; the engine and the response cache; the phases composed
+for the other commands (rescore, merge, parity, reward pairs) in ``workflows/``."""

@@ -18,7 +18,7 @@ from typing import Sequence
 
 from tqdm.auto import tqdm
 
-from evalkit.run import response_checks, sample_split
+from evalkit.run import repeats_split, response_checks
 from evalkit.backends.base import Backend
 from evalkit.backends.shared_prefix import prefix_runs
 from evalkit.util.errors import RequestFailure, RequestsFailed
@@ -74,7 +74,7 @@ class Engine:
     def run(self, requests: Sequence) -> dict:
         """Answer every request; returns {request key: response}. Raises RequestsFailed (after every
         kind ran and every usable answer was committed) when some requests got no usable answer."""
-        requests, groups = sample_split.split(requests)  # n > 1: one request per sample, cached alone
+        requests, groups = repeats_split.split(requests)  # n > 1: one request per sample, cached alone
         by_kind: dict[str, dict] = {}
         for r in requests:
             by_kind.setdefault(r.kind, {})[r.key()] = r
@@ -95,7 +95,7 @@ class Engine:
                      kind, len(unique), len(cached), len(todo))
         if self.failures:
             raise self._failed_error()
-        return sample_split.join(answers, groups)
+        return repeats_split.join(answers, groups)
 
     def _failed_error(self) -> RequestsFailed:
         n = len(self.failures)

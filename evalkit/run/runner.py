@@ -36,7 +36,7 @@ score_task = finish_task
 # ---- phase 2: answer --------------------------------------------------------------------------
 def answer(p: Plan, backend, cache, progress=True, user_backend=None) -> tuple[dict, dict]:
     """(answers by request key, engine counters). Agent episodes are played after the other requests
-    (``evalkit.run.agent_loop``), their tool calls in a sandbox opened for the run; simulated users
+    (``evalkit.agents.loop``), their tool calls in a sandbox opened for the run; simulated users
     are played by ``user_backend`` (its own engine, cached under its own identity), else by the model."""
     engine = Engine(backend, cache, progress=progress)
     requests = p.all_requests()
@@ -44,7 +44,7 @@ def answer(p: Plan, backend, cache, progress=True, user_backend=None) -> tuple[d
     answers = engine.run([r for r in requests if r.kind != "episode"])
     stats = {}
     if episodes:
-        from evalkit.run import agent_loop
+        from evalkit.agents import loop as agent_loop
         user_engine = Engine(user_backend, cache, progress=progress) if user_backend is not None else None
         answers.update(agent_loop.play_with_sandbox(episodes, engine, user_engine=user_engine))
         if user_engine is not None:

@@ -20,6 +20,10 @@ of a problem are not K independent items. That is Miller (2024), "Adding Error B
 the cluster-robust standard error of the mean over all n·K samples equals this one times
 sqrt((n-1)/n) (``clustered_se``, for reference); ``naive_se`` treats the n·K samples as independent,
 which understates the error when problems differ in difficulty (``design_effect`` = their ratio²).
+
+Repeats have three homes, one per layer: ``evalkit.scoring.repeats`` (the maths: avg@K, pass@k,
+pass^k, maj@K and their standard errors), ``evalkit.taskapi.repeats`` (a task's K completions scored
+and its repeat metrics declared) and ``evalkit.run.repeats_split`` (the K requests the engine sends).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 the ``ToolEnv`` its tools run in, and the ``Transcript`` it is answered with.
 
 A task's ``requests`` returns one ``Episode`` per doc instead of engine requests; the run's agent
-loop (``evalkit.run.agent_loop``) plays it: every model turn is a ``ToolChatRequest`` through the
+loop (``evalkit.agents.loop``) plays it: every model turn is a ``ToolChatRequest`` through the
 engine (deduped, cached, so a killed run resumes at the turn it reached), every tool call runs in
 evalkit's sandbox (``evalkit.sandbox.tools``), never in the evaluator's process. The transcript
 (every message, call, result, error, token count and time) is what the task scores.
@@ -18,7 +18,7 @@ A ``ToolEnv`` is Python source run inside the sandbox, defining:
 The working directory of every call is the episode's own state directory (kept across turns).
 
 An episode with a ``UserSim`` has no fixed user turns: a second model (the user simulator, e.g.
-τ²-bench's customer) answers each of the agent's messages, as ``evalkit.run.agent_loop`` plays it.
+τ²-bench's customer) answers each of the agent's messages, as ``evalkit.agents.loop`` plays it.
 """
 from __future__ import annotations
 

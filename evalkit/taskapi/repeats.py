@@ -9,8 +9,12 @@ answer checkers are the task's own), then each problem's sample row gets
   extracts answers to vote on (``votes``, see ``voting``), maj@K (``evalkit.scoring.repeats``);
 - ``extra["repeats"]``: K, the success count c, each completion's verdict, extracted answer and metrics.
 
-How the K completions are generated (one request per sample, its seed derived from the run seed,
-the item and the sample index, each cached on its own) is ``evalkit.run.sample_split``.
+The K completions are generated as one request per sample, its seed derived from the run seed, the
+item and the sample index, each cached on its own.
+
+Repeats have three homes, one per layer: ``evalkit.scoring.repeats`` (the maths: avg@K, pass@k,
+pass^k, maj@K and their standard errors), ``evalkit.taskapi.repeats`` (a task's K completions scored
+and its repeat metrics declared) and ``evalkit.run.repeats_split`` (the K requests the engine sends).
 """
 from __future__ import annotations
 

@@ -167,7 +167,7 @@ def _evaluate(backend, gsm):
 
 
 def test_gsm8k_through_the_hf_backend_scores_only_the_final_channel(tokenizer, gsm):
-    from evalkit.backends.harmony_format import decode_completion
+    from evalkit.scoring.harmony import decode_completion
     from evalkit.backends.in_memory import LoadedHFBackend
     backend = LoadedHFBackend(ScriptedModel(tokenizer), tokenizer, threads=1)
     assert backend.harmony

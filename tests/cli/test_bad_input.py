@@ -448,7 +448,7 @@ def test_a_cache_whose_pages_are_in_its_wal_is_recovered_not_refused(tmp_path):
 def test_every_command_checks_its_options_before_any_work(capsys, tmp_path, record, argv, needles):
     """#38: checks the run command had (batch_size, dtype, --output, margins) were missing from reward and
     compare: accepted, a traceback, or an error after the model had scored everything."""
-    from evalkit.fixtures.reward_model import build
+    from fixtures.reward_model import build
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text(json.dumps({"prompt": "hi", "response": "hello"}) + "\n")
     argv = [f"hf:{build()}" if a == "hf:RM" else str(record) if a == "RUN" else a for a in argv]

@@ -18,7 +18,7 @@ import sacrebleu
 
 from evalkit.cli import main
 from evalkit.records import load_run
-from evalkit.run.rescore import ScoreConfig, rescore
+from evalkit.run.workflows.rescore import ScoreConfig, rescore
 from tests.conftest import shared
 from tests.scoring.test_text_metrics import _sacrebleu_bootstrap_width, lines, tsv_scores
 

@@ -130,7 +130,7 @@ def test_best_of_n_gsm8k_killed_and_resumed(tmp_path, tiny_model_dir, rm_dir):
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    gen_before = _rows(db, "generate")  # each of the 4 samples of a problem is cached alone (evalkit.run.sample_split)
+    gen_before = _rows(db, "generate")  # each of the 4 samples of a problem is cached alone (evalkit.run.repeats_split)
     assert 1 <= gen_before < 4 * n_docs, f"kill landed mid-run ({gen_before} of {4 * n_docs} samples generated)"
 
     r = _evalkit(*args, "--output", str(tmp_path / "resumed"), "--cache-dir", str(cache))
@@ -210,7 +210,7 @@ def test_verdicts_and_votes_from_the_tasks_own_scoring():
 def test_merge_refuses_shards_with_another_reward_model_or_step_agg(tmp_path):
     """Shards whose reward model identity or best_of_n.step_agg differ are refused, naming both values
     (the check runs on the records, before any task is rescored)."""
-    from evalkit.run.merge import merge_runs
+    from evalkit.run.workflows.merge import merge_runs
     from evalkit.records import ModelInfo, TaskEntry, new_run, write_run
     model = ModelInfo(spec="hf:m", name="m", backend="hf", identity_hash="a" * 32)
 

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("vllm")
 
 from evalkit.taskapi import registry  # noqa: E402
-from evalkit.run.parity import check, collect, compare, format_report  # noqa: E402
+from evalkit.run.workflows.parity import check, collect, compare, format_report  # noqa: E402
 from evalkit.run.runner import RunConfig  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]

@@ -23,7 +23,7 @@ from tests.backends.test_openai_backend import KEY, KEY_ENV, SERVED, VLLMServer 
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.server]
 REPO = Path(__file__).resolve().parents[2]
-TEMPLATE = REPO / "docs" / "chat_templates" / "chatml_think.jinja"
+TEMPLATE = REPO / "tests" / "fixtures" / "chat_templates" / "chatml_think.jinja"
 
 
 def thinking_tokenizer_dir(base: str, out: Path) -> str:

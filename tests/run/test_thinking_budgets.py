@@ -13,7 +13,7 @@ from evalkit.run.budget_forcing import BudgetForcing
 
 from conftest import evalkit_cli, shared
 
-TEMPLATE = str(Path(__file__).resolve().parents[2] / "docs" / "chat_templates" / "chatml_think.jinja")
+TEMPLATE = str(Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "chat_templates" / "chatml_think.jinja")
 
 
 def test_parse_budgets():
@@ -112,7 +112,7 @@ def test_evalkit_score_rescores_every_budget_from_the_rows(runs, tmp_path):
     import json
     import shutil
 
-    from evalkit.run.rescore import ScoreConfig, rescore
+    from evalkit.run.workflows.rescore import ScoreConfig, rescore
 
     src = Path(runs["first"].path)
     again = rescore(ScoreConfig(task="gsm8k", predictions=str(src)), output_dir=str(tmp_path / "out"))

@@ -14,7 +14,7 @@ from evalkit.records import load_run
 from evalkit.run.cache import NullCache, ResponseCache
 from evalkit.run.config import RunConfig
 from evalkit.run.runner import evaluate
-from evalkit.run.sample_split import sample_params
+from evalkit.run.repeats_split import sample_params
 from evalkit.scoring.budgets import task_budget
 from evalkit.taskapi.requests import Completion
 

@@ -1,5 +1,5 @@
 """K samples per problem (``--repeats K`` / ``--gen-kwargs n=K``): one request per sample, seeded
-by the run seed, the item and the sample index (``evalkit.run.sample_split``), so a cached rerun
+by the run seed, the item and the sample index (``evalkit.run.repeats_split``), so a cached rerun
 with a larger K generates only the new samples, and the samples never depend on --limit or batch
 size; ``--repeats`` and ``n=`` mean the same; ``evalkit compare`` pairs two repeat runs by problem."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from evalkit.backends.base import Backend
 from evalkit.cli.run import build_config
 from evalkit.cli import build_parser
-from evalkit.run import sample_split
+from evalkit.run import repeats_split
 from evalkit.run.cache import NullCache, ResponseCache
 from evalkit.run.config import RunConfig
 from evalkit.run.runner import evaluate
@@ -49,14 +49,14 @@ def run(backend, cache, k, limit=3, output=None, **kw):
 
 def test_split_keeps_sample_zero_and_derives_the_others():
     req = GenerateRequest(prompt="p", params=GenParams(temperature=0.6, n=3, seed=11))
-    flat, groups = sample_split.split([req, GenerateRequest(prompt="q")])
+    flat, groups = repeats_split.split([req, GenerateRequest(prompt="q")])
     assert [r.params.n for r in flat] == [1, 1, 1, 1]
     assert flat[0].params.seed == 11, "sample 0 is the request a run without repeats makes"
     assert flat[0].key() == GenerateRequest(prompt="p", params=GenParams(temperature=0.6, seed=11)).key()
     assert len({r.params.seed for r in flat[:3]}) == 3
     assert groups == {req.key(): [r.key() for r in flat[:3]]}
     answers = {r.key(): [Completion(str(i), "stop")] for i, r in enumerate(flat)}
-    assert [c.text for c in sample_split.join(answers, groups)[req.key()]] == ["0", "1", "2"]
+    assert [c.text for c in repeats_split.join(answers, groups)[req.key()]] == ["0", "1", "2"]
 
 
 def test_larger_k_generates_only_the_new_samples(tmp_path):

@@ -13,6 +13,10 @@ repeats makes. Each sample is cached on its own, so:
 
 The engine splits before the cache lookup and joins the answers back, so tasks still see one
 request answered with n completions, in sample order.
+
+Repeats have three homes, one per layer: ``evalkit.scoring.repeats`` (the maths: avg@K, pass@k,
+pass^k, maj@K and their standard errors), ``evalkit.taskapi.repeats`` (a task's K completions scored
+and its repeat metrics declared) and ``evalkit.run.repeats_split`` (the K requests the engine sends).
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ budget. Tool ids are ``call_<turn>_<k>``, so transcripts are the same on every r
 
 An episode with a simulated user (``Episode.user_sim``, τ²-bench's orchestration) opens with the
 agent's first message; each round, first every waiting user model answers (one batch on the user
-engine, ``evalkit.run.simulated_user``), then every agent whose turn it is (one batch). The agent
+engine, ``evalkit.agents.simulated_user``), then every agent whose turn it is (one batch). The agent
 acts until it answers without a call, then the user speaks again; the conversation ends when the
 user's message holds a stop token (``user_stop``), at ``max_steps`` messages or ``max_errors``
 failed calls, or on an empty message; the environment's snapshot is taken once, at the end. A user
@@ -26,7 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
-from evalkit.run import simulated_user
+from evalkit.agents import simulated_user
 from evalkit.taskapi.agent import Episode, Transcript, canonical_json
 from evalkit.taskapi.requests import ToolChatRequest
 
