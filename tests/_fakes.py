@@ -15,7 +15,8 @@
 
 A kind without its answer raises NotImplementedError, as does perplexity. Every call is recorded
 before it is answered: ``calls`` holds ``(kind, requests)`` per call (``calls[-1]`` is the chunk being
-answered), ``requests`` every request in order, ``prompts`` the prompts of the generations.
+answered), ``requests`` every request in order, ``prompts`` the prompts of the generations and
+``answers`` each request's answer (as ``_lm_eval_replay.Recording`` keeps them for a replay).
 ``fail_after``: a KeyboardInterrupt instead of the answer once that many requests were answered (a
 killed run). ``tokenizer`` (returned by ``text_tokenizer()``, which only then exists), ``max_length``
 and ``chat_template`` (a function of the messages) give a backend those capabilities.
@@ -51,6 +52,7 @@ class ScriptedBackend(Backend):
             self.text_tokenizer = lambda: tokenizer
         self.calls: list[tuple[str, list]] = []
         self.requests: list = []
+        self.answers: dict = {}
 
     @property
     def prompts(self) -> list:
@@ -89,7 +91,8 @@ class ScriptedBackend(Backend):
             if self.fail_after is not None and len(self.requests) >= self.fail_after:
                 raise KeyboardInterrupt("killed")
             self.requests.append(r)
-            out.append(answer(r))
+            self.answers[r] = answer(r)
+            out.append(self.answers[r])
         return out
 
     def _completions(self, r) -> list[Completion]:
