@@ -11,7 +11,7 @@
   carry ``usage`` when given;
 * loglikelihoods with ``loglikelihood``: a number (not greedy), a ``(logprob, is_greedy)`` pair, a
   ``LoglikelihoodResult``, or a function of the request giving one (``hashed_logprob``: distinct,
-  deterministic values).
+  deterministic values); ``first_line`` is a reply echoing the prompt's first line.
 
 A kind without its answer raises NotImplementedError, as does perplexity. Every call is recorded
 before it is answered: ``calls`` holds ``(kind, requests)`` per call (``calls[-1]`` is the chunk being
@@ -37,6 +37,12 @@ def hashed_logprob(request, salt: str = "") -> float:
     """A deterministic logprob, distinct per (context, continuation): two salts are two 'models'."""
     digest = hashlib.sha256((salt + request.context + request.continuation).encode()).hexdigest()
     return -int(digest[:6], 16) / 1e5
+
+
+def first_line(request) -> str:
+    """A reply: the first line of the prompt (of the last message's text in a chat request)."""
+    text = request.prompt if request.prompt is not None else request.messages[-1][1]
+    return text.split("\n")[0]
 
 
 class ScriptedBackend(Backend):
