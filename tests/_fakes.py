@@ -11,7 +11,7 @@
   carry ``usage`` when given;
 * loglikelihoods with ``loglikelihood``: a number (not greedy), a ``(logprob, is_greedy)`` pair, a
   ``LoglikelihoodResult``, or a function of the request giving one (``hashed_logprob``: distinct,
-  deterministic values); ``first_line`` is a reply echoing the prompt's first line.
+  deterministic values).
 
 A kind without its answer raises NotImplementedError, as does perplexity. Every call is recorded
 before it is answered: ``calls`` holds ``(kind, requests)`` per call (``calls[-1]`` is the chunk being
@@ -19,7 +19,8 @@ answered), ``requests`` every request in order, ``prompts`` the prompts of the g
 ``answers`` each request's answer (as ``_lm_eval_replay.Recording`` keeps them for a replay).
 ``fail_after``: a KeyboardInterrupt instead of the answer once that many requests were answered (a
 killed run). ``tokenizer`` (returned by ``text_tokenizer()``, which only then exists), ``max_length``
-and ``chat_template`` (a function of the messages) give a backend those capabilities.
+and ``chat_template`` (a function of the messages) give a backend those capabilities. ``first_line``
+is a reply echoing the prompt's first line.
 """
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ def first_line(request) -> str:
 
 
 class ScriptedBackend(Backend):
+    """A backend answering from data or functions of the request, recording what it was asked."""
+
     def __init__(self, reply: Optional[Reply] = None, loglikelihood=None, *, name: str = "scripted",
                  identity: Optional[dict] = None, usage: Optional[dict] = None, chunk_size: int = 64,
                  fail_after: Optional[int] = None, tokenizer=None, max_length: Optional[int] = None,
