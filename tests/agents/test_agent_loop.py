@@ -8,42 +8,17 @@ import os
 import pytest
 
 import _bank  # noqa: F401 (registers agent_bank_test)
+from _fakes import ScriptedBackend
 import evalkit
-from evalkit.backends.base import Backend
 from evalkit.taskapi import tool_parsers
-from evalkit.taskapi.requests import Completion
 
 TASK = "agent_bank_test"
 
 
-class Scripted(Backend):
-    """Replies are a function of the messages; parsed with the request's parser as a local backend does."""
-
-    name = "scripted"
-
-    def __init__(self, script, fail_after=None):
-        self.script, self.fail_after, self.seen = script, fail_after, []
-
-    def identity(self):
-        return {"model": "scripted-agent"}
-
-    def loglikelihood(self, requests):
-        raise NotImplementedError
-
-    def generate(self, requests):
-        raise NotImplementedError
-
-    def tool_chat(self, requests):
-        out = []
-        for r in requests:
-            if self.fail_after is not None and len(self.seen) >= self.fail_after:
-                raise KeyboardInterrupt("killed")
-            self.seen.append(r)
-            text = self.script(r.message_dicts())
-            got = tool_parsers.parse(r.parser, text, r.tool_dicts()) if r.parser else tool_parsers.ParsedCalls(text, [])
-            out.append([Completion(text, "stop", usage={"completion_tokens": 7}, tool_calls=got.calls,
-                                   content=got.content, tool_error=got.error)])
-        return out
+def scripted(script, fail_after=None, model="scripted-agent"):
+    """Replies are ``script(messages)``; parsed with the request's parser as a local backend does."""
+    return ScriptedBackend(lambda r: script(r.message_dicts()), identity={"model": model},
+                           usage={"completion_tokens": 7}, fail_after=fail_after)
 
 
 def call(name, **args) -> str:
@@ -85,7 +60,7 @@ def stable(transcript: dict) -> dict:
 
 
 def test_a_scripted_agent_plays_every_user_turn_with_tools_in_the_sandbox():
-    entry, rows = run(Scripted(banker))
+    entry, rows = run(scripted(banker))
     assert entry.metrics["balance_ok"].value == 1.0
     b1 = rows[0]["responses"][0]
     roles = [m["role"] for m in b1["messages"]]
@@ -108,7 +83,7 @@ def test_bad_calls_are_given_back_to_the_model_and_counted(tmp_path):
                     + '<tool_call>{"name": "read_note", "arguments": "not json"}</tool_call>',
                     call("deposit", amount=-1) + call("read_note", path="missing.txt"),
                     '<tool_call>{"name": broken json</tool_call>', "fine"])
-    _, rows = run(Scripted(lambda msgs: next(replies)), data=one_doc(tmp_path), max_steps=5)
+    _, rows = run(scripted(lambda msgs: next(replies)), data=one_doc(tmp_path), max_steps=5)
     row = rows[0]
     turns = row["responses"][0]["turns"]
     results = [r for t in turns for r in t["results"]]
@@ -133,7 +108,7 @@ def test_hostile_tool_calls_are_contained_and_recorded_as_tool_errors(tmp_path):
              "x = bytearray(8 << 30)",
              "open('../../../escape.txt', 'w').write('x')"]     # outside the state directory
     replies = iter([call("run_python", code=c) for c in codes] + [call("read_note", path="../../../escape.txt"), "ok"])
-    _, rows = run(Scripted(lambda msgs: next(replies)), data=one_doc(tmp_path), max_steps=10)
+    _, rows = run(scripted(lambda msgs: next(replies)), data=one_doc(tmp_path), max_steps=10)
     results = [r for t in rows[0]["responses"][0]["turns"] for r in t["results"]]
     assert all("error" in r for r in results[:5]), results
     assert not outside.exists() and not os.path.exists("/etc/evalkit_escape")
@@ -142,24 +117,24 @@ def test_hostile_tool_calls_are_contained_and_recorded_as_tool_errors(tmp_path):
 
 
 def test_an_episode_ends_at_its_step_limit(tmp_path):
-    _, rows = run(Scripted(lambda msgs: call("get_balance")), data=one_doc(tmp_path, ("a", "b")), max_steps=3)
+    _, rows = run(scripted(lambda msgs: call("get_balance")), data=one_doc(tmp_path, ("a", "b")), max_steps=3)
     t = rows[0]["responses"][0]
     assert t["stop_reason"] == "max_steps" and len(t["turns"]) == 3 and len(t["snapshots"]) == 1
 
 
 def test_a_killed_run_resumes_at_the_turn_it_reached(tmp_path):
-    whole = Scripted(banker)
+    whole = scripted(banker)
     _, reference = run(whole, tmp_path / "fresh")
-    killed = Scripted(banker, fail_after=3)
+    killed = scripted(banker, fail_after=3)
     with pytest.raises(KeyboardInterrupt):
         run(killed, tmp_path / "cache")
-    again = Scripted(banker)
+    again = scripted(banker)
     _, rows = run(again, tmp_path / "cache")
-    assert len(again.seen) == len(whole.seen) - 2  # the first round (2 turns) came from the cache
+    assert len(again.requests) == len(whole.requests) - 2  # the first round (2 turns) came from the cache
     assert [stable(r["responses"][0]) for r in rows] == [stable(r["responses"][0]) for r in reference]
-    cached = Scripted(banker)
+    cached = scripted(banker)
     run(cached, tmp_path / "cache")
-    assert cached.seen == []
+    assert cached.requests == []
 
 
 @pytest.mark.parametrize("name", ["hermes", "pythonic"])
@@ -180,26 +155,21 @@ def test_parsers_read_as_vllms_do(name):
         assert (ours.calls, ours.content or "", bool(ours.error)) == (theirs.calls, theirs.content or "", bool(theirs.error)), text
 
 
-class ScriptedUser(Scripted):
+def customer(msgs):
     """A simulated customer: asks for each wish in its system prompt in turn, then says ###STOP###."""
+    assert msgs[0]["role"] == "system" and all(m["role"] in ("user", "assistant") for m in msgs[1:])
+    assert not any("tool_calls" in m for m in msgs)  # the agent's calls are never shown to the user
+    wishes = msgs[0]["content"].split("Ask for: ")[1].split(" Then: ")
+    said = sum(m["role"] == "assistant" for m in msgs[1:])
+    return wishes[said] if said < len(wishes) else "Thanks! ###STOP###"
 
-    def __init__(self, fail_after=None):
-        super().__init__(self.reply, fail_after)
 
-    def identity(self):
-        return {"model": "scripted-user"}
-
-    @staticmethod
-    def reply(msgs):
-        assert msgs[0]["role"] == "system" and all(m["role"] in ("user", "assistant") for m in msgs[1:])
-        assert not any("tool_calls" in m for m in msgs)  # the agent's calls are never shown to the user
-        wishes = msgs[0]["content"].split("Ask for: ")[1].split(" Then: ")
-        said = sum(m["role"] == "assistant" for m in msgs[1:])
-        return wishes[said] if said < len(wishes) else "Thanks! ###STOP###"
+def scripted_user():
+    return scripted(customer, model="scripted-user")
 
 
 def test_a_simulated_user_talks_with_the_agent_until_it_stops(tmp_path):
-    agent, user = Scripted(banker), ScriptedUser()
+    agent, user = scripted(banker), scripted_user()
     out = evalkit.evaluate(model=agent, user_model=user, tasks=[TASK], output=str(tmp_path / "out"),
                            cache_dir=str(tmp_path / "c"), task_args={TASK: {"simulated_user": "true"}})
     rows = out.samples[TASK]
@@ -214,12 +184,12 @@ def test_a_simulated_user_talks_with_the_agent_until_it_stops(tmp_path):
     assert len(t["snapshots"]) == 1 and t["snapshots"][0]["balance"] == 15
     assert [x["user_turn"] for x in t["turns"]] == [0, 0, 1, 1]
     # the user's view: the agent's text as "user", its own as "assistant", calls and results hidden
-    first = user.seen[0].message_dicts()
+    first = user.requests[0].message_dicts()
     assert [m["role"] for m in first] == ["system", "user"] and first[1]["content"] == "Hi! How can I help you today?"
     assert out.user_model["identity"] == {"model": "scripted-user"} and out.engine["user_model"]["computed"] == 5
     assert out.tasks[TASK].metrics["balance_ok"].value == 1.0
     # a rerun replays both models from the cache: the same transcripts, nothing computed
-    again = evalkit.evaluate(model=Scripted(banker), user_model=ScriptedUser(), tasks=[TASK], output=None,
+    again = evalkit.evaluate(model=scripted(banker), user_model=scripted_user(), tasks=[TASK], output=None,
                              cache_dir=str(tmp_path / "c"), task_args={TASK: {"simulated_user": "true"}})
     assert [stable(r["responses"][0]) for r in again.samples[TASK]] == [stable(r["responses"][0]) for r in rows]
     assert again.engine.get("computed", 0) == 0 and again.engine["user_model"].get("computed", 0) == 0
@@ -227,16 +197,16 @@ def test_a_simulated_user_talks_with_the_agent_until_it_stops(tmp_path):
 
 
 def test_a_simulated_conversation_ends_at_its_message_limit_and_on_an_empty_user_reply(tmp_path):
-    out = evalkit.evaluate(model=Scripted(banker), user_model=ScriptedUser(), tasks=[TASK], output=None, cache=False,
+    out = evalkit.evaluate(model=scripted(banker), user_model=scripted_user(), tasks=[TASK], output=None, cache=False,
                            task_args={TASK: {"simulated_user": "true", "max_messages": "4"}})
     t = out.samples[TASK][0]["responses"][0]
     assert t["stop_reason"] == "max_steps" and len(t["snapshots"]) == 1
-    silent = Scripted(lambda msgs: "   ")
-    out = evalkit.evaluate(model=Scripted(banker), user_model=silent, tasks=[TASK], output=None, cache=False,
+    silent = scripted(lambda msgs: "   ")
+    out = evalkit.evaluate(model=scripted(banker), user_model=silent, tasks=[TASK], output=None, cache=False,
                            task_args={TASK: {"simulated_user": "true"}})
     assert out.samples[TASK][0]["responses"][0]["stop_reason"] == "user_error"
     # without a user model, the agent's model plays the user too, and the record says so
-    out = evalkit.evaluate(model=Scripted(lambda msgs: "###STOP###" if msgs[0]["content"].startswith("You are a bank "
+    out = evalkit.evaluate(model=scripted(lambda msgs: "###STOP###" if msgs[0]["content"].startswith("You are a bank "
                            "customer") else "Hello"), tasks=[TASK], output=None, cache=False,
                            task_args={TASK: {"simulated_user": "true"}})
     assert out.user_model["same_as_model"] is True
@@ -251,7 +221,7 @@ def test_a_reply_of_ten_thousand_calls_runs_at_most_the_cap_and_counts_the_rest(
     flood = "".join(call("get_balance") for _ in range(10_000))
     replies = iter([flood, "fine"])
     t0 = time.monotonic()
-    _, rows = run(Scripted(lambda msgs: next(replies)), data=one_doc(tmp_path), max_steps=5)
+    _, rows = run(scripted(lambda msgs: next(replies)), data=one_doc(tmp_path), max_steps=5)
     assert time.monotonic() - t0 < 120
     t = rows[0]["responses"][0]
     first = t["turns"][0]

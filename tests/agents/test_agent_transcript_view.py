@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 import evalkit  # noqa: E402
 from dashboards import samples as dsamples, transcripts  # noqa: E402
 from evalkit.records import load_run  # noqa: E402
-from test_agent_loop import TASK, Scripted, ScriptedUser, banker  # noqa: E402
+from test_agent_loop import TASK, banker, scripted, scripted_user  # noqa: E402
 
 APP = Path(__file__).resolve().parents[2] / "dashboards" / "app.py"
 
@@ -20,7 +20,7 @@ APP = Path(__file__).resolve().parents[2] / "dashboards" / "app.py"
 @pytest.fixture(scope="module")
 def record(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("conv")
-    run = evalkit.evaluate(model=Scripted(banker), user_model=ScriptedUser(), tasks=[TASK], output=str(out),
+    run = evalkit.evaluate(model=scripted(banker), user_model=scripted_user(), tasks=[TASK], output=str(out),
                            cache=False, task_args={TASK: {"simulated_user": "true"}})
     return Path(run.path)
 

@@ -13,7 +13,7 @@ import pytest
 from evalkit.util import fs_check
 from evalkit.run.cache import CacheLocationError, ResponseCache
 from evalkit.cli import main
-from tests.compare.test_compare import FakeBackend, copy_task  # noqa: F401 - copy_task is a fixture
+from tests.compare.test_compare import copy_task, fake_backend  # noqa: F401 - copy_task is a fixture
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def filled(tmp_path, copy_task, monkeypatch):  # noqa: F811
     made = []
 
     def fake(spec, model_args=None, **kw):
-        made.append(FakeBackend(spec))
+        made.append(fake_backend(spec))
         return made[-1]
 
     monkeypatch.setattr(run_mod, "make_backend", fake)
@@ -74,7 +74,7 @@ def test_info_prune_clear(filled, capsys):
     assert main(["cache", "clear", "--cache-dir", cd, "--yes"]) == 0
     assert info(capsys, "--cache-dir", cd)["rows"] == 0
     # a cleared cache really recomputes
-    assert filled["run"]("hf:fake-good", 12) == 0 and filled["made"][-1].calls == 12
+    assert filled["run"]("hf:fake-good", 12) == 0 and len(filled["made"][-1].requests) == 12
     assert main(["cache", "prune", "--cache-dir", str(filled["cache_dir"] / "nope"), "--older-than", "1"]) == 2
 
 

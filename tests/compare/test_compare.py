@@ -17,7 +17,6 @@ import pytest
 from scipy import optimize
 from scipy import stats as sps
 
-from evalkit.backends.base import Backend
 from evalkit.cli import main
 from evalkit.compare import (IMPROVED, INCONCLUSIVE, NO_CHANGE, REGRESSED, CompareOptions, NotComparable,
                              compare_runs)
@@ -26,6 +25,7 @@ from evalkit.compare.multiplicity import adjust, benjamini_hochberg, holm
 from evalkit.records import write_run
 from evalkit.scoring.stats import mean_metric
 from evalkit.taskapi.task import Sample, content_hash
+from _fakes import ScriptedBackend
 
 # ---------------------------------------------------------------------------------------------
 # helpers: real run records written with evalkit.records.write_run
@@ -535,32 +535,15 @@ def copy_task(tmp_path):
     return tasks, data
 
 
-class FakeBackend(Backend):
+def _copy_digits(r, broken: bool) -> str:
+    digits = r.prompt.rsplit("Input: ", 1)[1].split("\n")[0]
+    return " " + (digits[:1] if broken or r.params.max_tokens < 3 else digits)
+
+
+def fake_backend(spec: str) -> ScriptedBackend:
     """Copies the digits of the last "Input:" line; ``broken`` answers with the first digit only."""
-
-    name = "fake"
-
-    def __init__(self, spec):
-        self.spec, self.broken, self.calls = spec, "broken" in spec, 0
-
-    def identity(self):
-        return {"backend": "fake", "model": self.spec}
-
-    def loglikelihood(self, requests):
-        raise NotImplementedError
-
-    def loglikelihood_rolling(self, requests):
-        raise NotImplementedError
-
-    def generate(self, requests):
-        from evalkit.taskapi.requests import Completion
-        self.calls += len(requests)
-        out = []
-        for r in requests:
-            digits = r.prompt.rsplit("Input: ", 1)[1].split("\n")[0]
-            text = " " + (digits[:1] if self.broken or r.params.max_tokens < 3 else digits)
-            out.append([Completion(text, "stop")])
-        return out
+    return ScriptedBackend(lambda r: _copy_digits(r, "broken" in spec), name="fake",
+                           identity={"backend": "fake", "model": spec})
 
 
 def test_gate_with_pinned_baseline_fake_backend(tmp_path, copy_task, monkeypatch, capsys):
@@ -568,7 +551,7 @@ def test_gate_with_pinned_baseline_fake_backend(tmp_path, copy_task, monkeypatch
     made = []
 
     def fake_make_backend(spec, model_args=None, **extra):
-        made.append(FakeBackend(spec))
+        made.append(fake_backend(spec))
         return made[-1]
 
     import evalkit.cli.gate as gate_mod
@@ -595,7 +578,7 @@ def test_gate_with_pinned_baseline_fake_backend(tmp_path, copy_task, monkeypatch
     '''))
     # same model: every request comes from the cache, no regression
     assert main(["gate", "--config", str(cfg), "--candidate", "hf:fake-good"]) == 0
-    assert made[-1].calls == 0
+    assert made[-1].requests == []
     captured = capsys.readouterr()
     assert "30 from cache, 0 computed" in captured.err and "No regression" in captured.out
     assert (tmp_path / "gate-report.md").read_text().startswith("### evalkit compare")
@@ -631,7 +614,8 @@ def test_gate_with_baseline_model_reruns_it_from_cache(tmp_path, copy_task, monk
     tasks, data = copy_task
     made = []
     import evalkit.cli.gate as gate_mod
-    monkeypatch.setattr(gate_mod, "make_backend", lambda spec, model_args=None, **kw: made.append(FakeBackend(spec)) or made[-1])
+    monkeypatch.setattr(gate_mod, "make_backend",
+                        lambda spec, model_args=None, **kw: made.append(fake_backend(spec)) or made[-1])
     cfg = tmp_path / "gate.toml"
     cfg.write_text(textwrap.dedent(f'''
         baseline_model = "hf:fake-good"
@@ -644,10 +628,10 @@ def test_gate_with_baseline_model_reruns_it_from_cache(tmp_path, copy_task, monk
         copy_digits = "{data}"
     '''))
     assert main(["gate", "--config", str(cfg), "--candidate", "hf:fake-broken"]) == 1
-    assert [b.calls for b in made] == [20, 20]
+    assert [len(b.requests) for b in made] == [20, 20]
     made.clear()
     assert main(["gate", "--config", str(cfg), "--candidate", "hf:fake-broken"]) == 1
-    assert [b.calls for b in made] == [0, 0]     # the unchanged baseline (and candidate) come from the cache
+    assert [len(b.requests) for b in made] == [0, 0]     # the unchanged baseline (and candidate) come from the cache
     capsys.readouterr()
 
 

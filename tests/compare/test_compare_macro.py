@@ -3,40 +3,24 @@ bootstrap recomputes the task's own macro figure on resampled questions, so the 
 a verdict with n and an interval, never "n 0, inconclusive"."""
 from __future__ import annotations
 
-import hashlib
-
 import pytest
 
-from evalkit.backends.base import Backend
 from evalkit.compare.analysis import CompareOptions, compare_runs
 from evalkit.run.cache import NullCache
 from evalkit.run.config import RunConfig
 from evalkit.run.runner import evaluate
-from evalkit.taskapi.requests import LoglikelihoodResult
+from _fakes import ScriptedBackend, hashed_logprob
 
 
-class Hashing(Backend):
+def hashing(salt: str) -> ScriptedBackend:
     """Loglikelihoods from a salted hash: two salts are two different 'models'."""
-
-    name = "hashing"
-
-    def __init__(self, salt: str):
-        self.salt = salt
-
-    def identity(self):
-        return {"model": f"hashing-{self.salt}"}
-
-    def generate(self, requests):
-        raise NotImplementedError
-
-    def loglikelihood(self, requests):
-        return [LoglikelihoodResult(-int(hashlib.sha256((self.salt + r.context + r.continuation).encode())
-                                         .hexdigest()[:6], 16) / 1e5, False) for r in requests]
+    return ScriptedBackend(loglikelihood=lambda r: hashed_logprob(r, salt), name="hashing",
+                           identity={"model": f"hashing-{salt}"})
 
 
 def test_macro_rows_get_a_paired_verdict(tmp_path, shared_data):
     config = RunConfig(tasks=["mmlu"], limit=130, data_paths={"mmlu": str(shared_data / "mmlu")})
-    runs = [evaluate(Hashing(salt), config, NullCache(), str(tmp_path / salt), progress=False).path
+    runs = [evaluate(hashing(salt), config, NullCache(), str(tmp_path / salt), progress=False).path
             for salt in ("a", "b")]
     c = compare_runs(runs[0], runs[1], CompareOptions(corpus_replicates=200))
     rows = {r.metric: r for r in c.rows if r.task == "mmlu"}

@@ -17,6 +17,7 @@ pytest.importorskip("inspect_ai")
 from inspect_ai.log import read_eval_log  # noqa: E402
 
 from conftest import REPO, evalkit_cli  # noqa: E402
+from _fakes import ScriptedBackend  # noqa: E402
 from evalkit.cli import main  # noqa: E402
 from evalkit.records import load_run  # noqa: E402
 from evalkit.scoring.stats import mean_metric  # noqa: E402
@@ -133,31 +134,21 @@ def gsm_data(tmp_path_factory):
     return d
 
 
-class EchoGold:
+def _gold(r) -> str:
+    gold = {q: a.split("#### ")[-1] for q, a, _ in GSM}
+    return " #### " + next(v for k, v in gold.items() if k in r.prompt)
+
+
+def echo_gold(spec: str) -> ScriptedBackend:
     """A backend that answers each GSM8K question with its gold number (no model)."""
-
-    name = "fake"
-
-    def __init__(self, spec):
-        self.spec = spec
-
-    def identity(self):
-        return {"backend": "fake", "model": self.spec}
-
-    def generate(self, requests):
-        from evalkit.taskapi.requests import Completion
-        gold = {q: a.split("#### ")[-1] for q, a, _ in GSM}
-        return [[Completion(" #### " + next(v for k, v in gold.items() if k in r.prompt), "stop")] for r in requests]
+    return ScriptedBackend(_gold, name="fake", identity={"backend": "fake", "model": spec})
 
 
 @pytest.fixture(scope="module")
 def evalkit_gsm(tmp_path_factory, gsm_data):
-    from evalkit.backends.base import Backend
     import evalkit.cli.run as run_mod
-    backend = type("EchoGoldBackend", (EchoGold, Backend), {"loglikelihood": lambda self, r: None,
-                                                            "loglikelihood_rolling": lambda self, r: None})
     mp = pytest.MonkeyPatch()
-    mp.setattr(run_mod, "make_backend", lambda spec, model_args=None, **kw: backend(spec))
+    mp.setattr(run_mod, "make_backend", lambda spec, model_args=None, **kw: echo_gold(spec))
     out = tmp_path_factory.mktemp("evalkit_gsm")
     try:
         assert main(["run", "--model", "hf:echo-gold", "--tasks", "gsm8k", "--data", f"gsm8k={gsm_data}",

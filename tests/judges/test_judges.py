@@ -9,7 +9,6 @@ import re
 
 import pytest
 
-from evalkit.backends.base import Backend
 from evalkit.run.cache import ResponseCache
 from evalkit.taskapi.data import DataError
 from evalkit.judges import Judge, JudgeCall, TemplateSet, load_templates, parse_rating, parse_verdict
@@ -17,9 +16,9 @@ from evalkit.judges.contestants import load_answers, parse_model, parse_models
 from evalkit.judges.mt_bench import PairResult, clustered_mean
 from evalkit.judges.reliability import combine_orders, pairwise_figures, single_figures
 from evalkit.judges.templates import BUNDLED_FILE, DEFAULT_ROLES
-from evalkit.taskapi.requests import Completion, LoglikelihoodResult
 from evalkit.scoring.stats import mean_metric
 from tests.conftest import shared
+from _fakes import ScriptedBackend
 
 # ---- real judge outputs, as FastChat recorded them ---------------------------------------------------
 # GPT-4 judgments with the score / winner FastChat stored next to them:
@@ -173,30 +172,13 @@ def test_user_templates_add_replace_and_fail_with_file_line(tmp_path):
 
 
 # ---- the judge runner ------------------------------------------------------------------------------
-class Scripted(Backend):
+def _tags(messages):
+    return "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>"
+
+
+def scripted(reply, logprob=None):
     """A backend whose answers are a function of the request: exercises the runner's control flow."""
-
-    name = "scripted"
-
-    def __init__(self, reply, logprob=None):
-        self.reply, self.logprob, self.calls = reply, logprob, []
-
-    def identity(self):
-        return {"model": "scripted"}
-
-    def generate(self, requests):
-        self.calls.append(("generate", list(requests)))
-        return [[Completion(self.reply(r), "stop")] * r.params.n for r in requests]
-
-    def loglikelihood(self, requests):
-        self.calls.append(("loglikelihood", list(requests)))
-        return [LoglikelihoodResult(self.logprob(r), False) for r in requests]
-
-    def loglikelihood_rolling(self, requests):
-        raise NotImplementedError
-
-    def apply_chat_template(self, messages):
-        return "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>"
+    return ScriptedBackend(reply, logprob, chat_template=_tags)
 
 
 def _single_calls(n):
@@ -214,7 +196,7 @@ def test_retries_then_constrains_and_counts(tmp_path):
             return "On reflection: Rating: [[4]]"
         return "I cannot decide."
     lp = {"3": -0.5}
-    backend = Scripted(reply, lambda r: lp.get(r.continuation, -3.0))
+    backend = scripted(reply, lambda r: lp.get(r.continuation, -3.0))
     cache = ResponseCache(tmp_path / "c.sqlite")
     judge = Judge(backend, cache, "hf:scripted", max_tokens=64, retries=2, seed=7)
     js = judge.run(_single_calls(3))
@@ -241,27 +223,26 @@ def test_retries_then_constrains_and_counts(tmp_path):
 
 
 def test_constrain_off_or_unavailable_leaves_failures_counted(tmp_path):
-    backend = Scripted(lambda r: "no idea", lambda r: 0.0)
+    backend = scripted(lambda r: "no idea", lambda r: 0.0)
     cache = ResponseCache(tmp_path / "c.sqlite")
     js = Judge(backend, cache, "hf:s", retries=1, constrain="off").run(_single_calls(2))
     assert [j.source for j in js] == ["failed", "failed"] and all(j.value is None for j in js)
     assert single_figures(js, [1, 2])["unresolved_rate"] == 1.0
 
-    class NoChat(Scripted):
-        def apply_chat_template(self, messages):
-            raise NotImplementedError("no chat template")
-    judge = Judge(NoChat(lambda r: "no idea"), cache, "openai:x", retries=0)
+    def no_template(messages):
+        raise NotImplementedError("no chat template")
+    judge = Judge(ScriptedBackend(lambda r: "no idea", chat_template=no_template), cache, "openai:x", retries=0)
     assert [j.source for j in judge.run(_single_calls(1))] == ["failed"]
     assert "no chat template" in judge.describe()["constrain_error"]
     with pytest.raises(ValueError, match="--constrain on"):
-        Judge(NoChat(lambda r: "x"), cache, "openai:x", constrain="on").run(_single_calls(1))
+        Judge(ScriptedBackend(lambda r: "x", chat_template=no_template), cache, "openai:x", constrain="on").run(_single_calls(1))
     cache.close()
 
 
 def test_pairwise_constrained_verdict_and_swap_figures(tmp_path):
     t = load_templates()["pair-v2"]
     # the judge always prefers position A: a pure position bias
-    backend = Scripted(lambda r: "Assistant A is better.\n\n[[A]]")
+    backend = scripted(lambda r: "Assistant A is better.\n\n[[A]]")
     calls = [JudgeCall(t, {"question": "q", "answer_a": "short", "answer_b": "a much longer answer"}),
              JudgeCall(t, {"question": "q", "answer_a": "a much longer answer", "answer_b": "short"})]
     g1, g2 = Judge(backend, ResponseCache(tmp_path / "c.sqlite"), "hf:s").run(calls)
@@ -271,7 +252,7 @@ def test_pairwise_constrained_verdict_and_swap_figures(tmp_path):
     assert figs["swap_disagreement_rate"] == 1.0 and figs["first_position_win_rate"] == 1.0
     assert figs["outcomes"] == {"tie": 1} and figs["unresolved_pairs"] == 0
     # constrained pairwise verdicts read single tokens after "Final verdict: [["
-    b2 = Scripted(lambda r: "hmm", lambda r: {"A": -2.0, "B": -0.1, "C": -1.0}[r.continuation])
+    b2 = scripted(lambda r: "hmm", lambda r: {"A": -2.0, "B": -0.1, "C": -1.0}[r.continuation])
     (j,) = Judge(b2, ResponseCache(tmp_path / "d.sqlite"), "hf:s", retries=0).run(calls[:1])
     assert j.value == "B" and j.source == "constrained" and j.constrained == {"A": -2.0, "B": -0.1, "C": -1.0}
 

@@ -17,7 +17,7 @@ from evalkit.judges.contestants import parse_model
 from evalkit.judges.mt_bench import MTBenchConfig, generate_answers, load_questions, summarize
 from evalkit.tasks.mt_bench import MTBench, load_references, temperature_for
 from tests.conftest import shared
-from tests.judges.test_judges import Scripted
+from tests.judges.test_judges import scripted
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def test_reference_sets(mt_dir, tmp_path):
 
 def test_two_passes_turn_two_sees_turn_one(mt_dir, tmp_path):
     docs = load_questions(MTBenchConfig(data_path=str(mt_dir), question_ids=["81", "111"]))
-    backend = Scripted(lambda r: f"  answer to {r.messages[-1][1][:12]!r} after {len(r.messages)} msgs  ")
+    backend = scripted(lambda r: f"  answer to {r.messages[-1][1][:12]!r} after {len(r.messages)} msgs  ")
     c = parse_model("hf:x@seed=5")
     cache = ResponseCache(tmp_path / "c.sqlite")
     try:

@@ -6,35 +6,19 @@ model answers (no model needed): the export does not care who answered."""
 from __future__ import annotations
 
 import glob
-import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
-from evalkit.backends.base import Backend
 from evalkit.cli import main
 from evalkit.records import load_run
 from evalkit.run.cache import NullCache
 from evalkit.run.config import RunConfig
 from evalkit.run.runner import evaluate
-from evalkit.taskapi.requests import Completion, LoglikelihoodResult
+from _fakes import ScriptedBackend, hashed_logprob
 
 ANSWERS = ["Natalia sold 48/2 = 24 clips in May. #### 72", "The answer is 10 dollars, I think 12", "no idea"]
-
-
-class Scripted(Backend):
-    name = "scripted"
-
-    def identity(self):
-        return {"model": "scripted-export"}
-
-    def generate(self, requests):
-        return [[Completion(ANSWERS[i % len(ANSWERS)], "stop")] for i, _ in enumerate(requests)]
-
-    def loglikelihood(self, requests):
-        return [LoglikelihoodResult(-int(hashlib.sha256((r.context + r.continuation).encode()).hexdigest()[:6], 16)
-                                    / 1e5, False) for r in requests]
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +26,8 @@ def record(tmp_path_factory, shared_data):
     out = tmp_path_factory.mktemp("export")
     config = RunConfig(tasks=["gsm8k", "mmlu"], limit=1,
                        data_paths={"gsm8k": str(shared_data / "gsm8k"), "mmlu": str(shared_data / "mmlu")})
-    run = evaluate(Scripted(), config, NullCache(), str(out / "results"), progress=False)
+    backend = ScriptedBackend(ANSWERS, hashed_logprob, identity={"model": "scripted-export"})
+    run = evaluate(backend, config, NullCache(), str(out / "results"), progress=False)
     return out, load_run(run.path)
 
 

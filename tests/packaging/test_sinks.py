@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evalkit.cli import main
-from tests.compare.test_compare import FakeBackend, binary_items, copy_task, make_run  # noqa: F401 - copy_task is a fixture
+from tests.compare.test_compare import binary_items, copy_task, fake_backend, make_run  # noqa: F401 - copy_task is a fixture
 
 SECRET = "sk-evalkitTESTsecret0123456789"
 HF_SECRET = "hf_evalkitTESTsecret0123456789"
@@ -178,7 +178,7 @@ def test_gpqa_questions_never_reach_a_sink(tmp_path):
 def test_run_log_to_mlflow_after_the_record_is_written(tmp_path, copy_task, monkeypatch, capsys):  # noqa: F811
     mlflow = pytest.importorskip("mlflow")
     import evalkit.cli.run as run_mod
-    monkeypatch.setattr(run_mod, "make_backend", lambda spec, model_args=None, **kw: FakeBackend(spec))
+    monkeypatch.setattr(run_mod, "make_backend", lambda spec, model_args=None, **kw: fake_backend(spec))
     tasks, data = copy_task
     store = tmp_path / "mlruns"
     assert main(["run", "--model", "hf:fake-good", "--tasks", "copy_digits", "--include-path", str(tasks),

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from evalkit.backends import make_backend, parse_model_args, split_spec
-from evalkit.backends.base import Backend
 from evalkit.backends.hf import rolling_windows
 from evalkit.backends.shared_prefix import shared_prefix_groups
 from evalkit.run.cache import ResponseCache
 from evalkit.taskapi.data import DataError, read_records
 from evalkit.run.engine import Engine
-from evalkit.taskapi.requests import Completion, GenerateRequest, GenParams, LoglikelihoodRequest, LoglikelihoodResult
+from evalkit.taskapi.requests import GenerateRequest, GenParams, LoglikelihoodRequest
 from evalkit.scoring.stats import bootstrap_corpus, derive_seed, mean_metric
+from _fakes import ScriptedBackend
 
 
 def test_request_keys_are_content_based():
@@ -146,43 +146,25 @@ def test_engine_keeps_requests_with_a_shared_few_shot_prefix_together():
     assert [len(r.prompt) for r in order_requests(gen)] == [9, 5, 3], "other kinds: longest first"
 
 
-class CountingBackend(Backend):
-    name = "counting"
-    chunk_size = 3
-
-    def __init__(self):
-        self.calls = 0
-        self.seen = []
-
-    def identity(self):
-        return {"backend": "counting"}
-
-    def loglikelihood(self, requests):
-        self.calls += 1
-        self.seen += list(requests)
-        return [LoglikelihoodResult(-float(len(r.continuation)), True) for r in requests]
-
-    def loglikelihood_rolling(self, requests):
-        return [-1.0 for _ in requests]
-
-    def generate(self, requests):
-        self.seen += list(requests)
-        return [[Completion(r.prompt.upper(), "stop")] for r in requests]
+def counting() -> ScriptedBackend:
+    """Chunks of 3; loglikelihoods minus the continuation's length, generations the prompt in capitals."""
+    return ScriptedBackend(lambda r: r.prompt.upper(), lambda r: (-float(len(r.continuation)), True), name="counting",
+                           identity={"backend": "counting"}, chunk_size=3)
 
 
 def test_engine_dedupes_caches_and_resumes(tmp_path):
     cache = ResponseCache(tmp_path / "c.sqlite")
     reqs = [LoglikelihoodRequest("q", c) for c in (" A", " BB", " A", " CCC", " DDDD")]
     reqs += [GenerateRequest(prompt="hi"), GenerateRequest(prompt="hi")]
-    be = CountingBackend()
+    be = counting()
     answers = Engine(be, cache, progress=False).run(reqs)
-    assert len(be.seen) == 5, "duplicates are sent once"
+    assert len(be.requests) == 5, "duplicates are sent once"
     assert answers[reqs[3].key()].logprob == -4.0
     assert answers[reqs[5].key()][0].text == "HI"
-    be2 = CountingBackend()
+    be2 = counting()
     eng2 = Engine(be2, ResponseCache(tmp_path / "c.sqlite"), progress=False)
     answers2 = eng2.run(reqs + [LoglikelihoodRequest("q", " new")])
-    assert [r.continuation for r in be2.seen] == [" new"], "only the new request is computed"
+    assert [r.continuation for r in be2.requests] == [" new"], "only the new request is computed"
     assert eng2.stats["cached"] == 5 and eng2.stats["computed"] == 1
     assert answers2[reqs[3].key()].logprob == -4.0
 

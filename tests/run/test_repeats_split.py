@@ -6,40 +6,29 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.backends.base import Backend
 from evalkit.cli.run import build_config
 from evalkit.cli import build_parser
 from evalkit.run import repeats_split
 from evalkit.run.cache import NullCache, ResponseCache
 from evalkit.run.config import RunConfig
 from evalkit.run.runner import evaluate
-from evalkit.taskapi.requests import Completion, GenerateRequest, GenParams, LoglikelihoodResult
+from evalkit.taskapi.requests import Completion, GenerateRequest, GenParams
 
 from conftest import shared
+from _fakes import ScriptedBackend
 
 AIME = {"aime24": str(shared("aime", "qwq"))}
 
 
-class Seeded(Backend):
-    """A sampler whose answer is a function of the request's seed; counts what reaches it."""
+def _by_seed(r) -> str:
+    assert r.params.n == 1, "the engine sends one sample per request"
+    # right (204 is aime24's first answer) for 2 seeds in 3, else a wrong number
+    return f"so \\boxed{{{204 if r.params.seed % 3 else 7}}}"
 
-    name = "seeded"
 
-    def __init__(self, chunk_size=64):
-        self.seen = []
-        self.chunk_size = chunk_size
-
-    def identity(self):
-        return {"model": "seeded"}
-
-    def generate(self, requests):
-        self.seen += list(requests)
-        assert all(r.params.n == 1 for r in requests), "the engine sends one sample per request"
-        # right (204 is aime24's first answer) for 2 seeds in 3, else a wrong number
-        return [[Completion(f"so \\boxed{{{204 if r.params.seed % 3 else 7}}}", "stop")] for r in requests]
-
-    def loglikelihood(self, requests):
-        return [LoglikelihoodResult(0.0, True) for _ in requests]
+def seeded(chunk_size=64) -> ScriptedBackend:
+    """A sampler whose answer is a function of the request's seed; keeps what reaches it."""
+    return ScriptedBackend(_by_seed, (0.0, True), name="seeded", chunk_size=chunk_size)
 
 
 def run(backend, cache, k, limit=3, output=None, **kw):
@@ -61,25 +50,25 @@ def test_split_keeps_sample_zero_and_derives_the_others():
 
 def test_larger_k_generates_only_the_new_samples(tmp_path):
     cache = ResponseCache(tmp_path / "c.sqlite")
-    first = Seeded()
+    first = seeded()
     r4 = run(first, cache, 4)
-    assert len(first.seen) == 12 and r4.engine["computed"] == 12
-    second = Seeded()
+    assert len(first.requests) == 12 and r4.engine["computed"] == 12
+    second = seeded()
     r8 = run(second, cache, 8)
-    assert len(second.seen) == 12, "K=8 after K=4: only samples 4..7 of each problem reach the backend"
+    assert len(second.requests) == 12, "K=8 after K=4: only samples 4..7 of each problem reach the backend"
     assert r8.engine["cached"] == 12 and r8.engine["computed"] == 12
     rows4, rows8 = r4.samples["aime24"], r8.samples["aime24"]
     assert all(a["responses"] == b["responses"][:4] for a, b in zip(rows4, rows8))
-    third = Seeded()
+    third = seeded()
     run(third, cache, 8)
-    assert third.seen == [], "a rerun with the same K is all cached"
+    assert third.requests == [], "a rerun with the same K is all cached"
 
 
 def test_samples_do_not_depend_on_limit_or_batch_size():
-    a = run(Seeded(chunk_size=1), NullCache(), 4, limit=2).samples["aime24"]
-    b = run(Seeded(chunk_size=64), NullCache(), 4, limit=3).samples["aime24"]
+    a = run(seeded(chunk_size=1), NullCache(), 4, limit=2).samples["aime24"]
+    b = run(seeded(chunk_size=64), NullCache(), 4, limit=3).samples["aime24"]
     assert [r["responses"] for r in a] == [r["responses"] for r in b[:2]]
-    c = run(Seeded(), NullCache(), 4, limit=2, seed=99).samples["aime24"]
+    c = run(seeded(), NullCache(), 4, limit=2, seed=99).samples["aime24"]
     assert [r["responses"] for r in a] != [r["responses"] for r in c], "the run seed changes the samples"
 
 
@@ -100,14 +89,14 @@ def test_greedy_repeats_are_refused_naming_the_field():
     cfg = RunConfig(tasks=["aime24_greedy"], limit=1, data_paths={"aime24_greedy": AIME["aime24"]},
                     gen_overrides={"n": 4})
     with pytest.raises(ValueError, match=r"aime24_greedy: n=4 .*temperature > 0"):
-        evaluate(Seeded(), cfg, NullCache(), output_dir=None, progress=False)
+        evaluate(seeded(), cfg, NullCache(), output_dir=None, progress=False)
 
 
 def test_compare_pairs_repeat_runs_by_problem(tmp_path):
     from evalkit.compare.analysis import compare_runs
     cache = ResponseCache(tmp_path / "c.sqlite")
-    a = run(Seeded(), cache, 4, output=str(tmp_path / "a"))
-    b = run(Seeded(), cache, 8, output=str(tmp_path / "b"))
+    a = run(seeded(), cache, 4, output=str(tmp_path / "a"))
+    b = run(seeded(), cache, 8, output=str(tmp_path / "b"))
     cmp = compare_runs(a.path, b.path)
     rows = {r.metric: r for r in cmp.rows}
     m = rows["exact_match"]  # the mean over each problem's samples, paired problem by problem

@@ -9,21 +9,19 @@ results and choice lists.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 import subprocess
 import sys
 
 import pytest
 
-from evalkit.backends.base import Backend
 from evalkit.cli import build_parser
 from evalkit.cli.run import build_config, format_suite
 from evalkit.run import suites
 from evalkit.run.cache import NullCache
 from evalkit.run.suite_summary import summarize
 from evalkit.scoring import leaderboard_v2 as lb
-from evalkit.taskapi.requests import Completion, LoglikelihoodResult
+from _fakes import ScriptedBackend, hashed_logprob
 
 
 def rows(correct: int, total: int, choices: int, metric: str = "acc_norm") -> list:
@@ -88,22 +86,6 @@ def test_suite_files_fail_in_one_line_naming_file_and_field(tmp_path):
         suites.load_suite("leaderbord-v2")
 
 
-class Scripted(Backend):
-    """Loglikelihoods from a hash of the request, generations a fixed text."""
-
-    name = "scripted"
-
-    def identity(self):
-        return {"model": "scripted-suite"}
-
-    def generate(self, requests):
-        return [[Completion("Hello world. THIS IS MY ANSWER, in two sentences.", "stop")] for _ in requests]
-
-    def loglikelihood(self, requests):
-        return [LoglikelihoodResult(-int(hashlib.sha256((r.context + r.continuation).encode()).hexdigest()[:6], 16)
-                                    / 1e5, False) for r in requests]
-
-
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory, shared_data):
     pytest.importorskip("lm_eval")
@@ -131,7 +113,8 @@ def test_a_suite_runs_and_its_figures_are_the_formula_on_lm_evals_results(hub, t
     config = build_config(args)
     assert config.tasks == ["lm-eval:leaderboard_bbh", "lm-eval:leaderboard_ifeval", "lm-eval:leaderboard_math_hard"]
     assert config.gen_overrides == {"max_tokens": 16} and config.suite["benchmarks"]["lm-eval:leaderboard_bbh"] == "bbh"
-    run = evaluate(Scripted(), config, NullCache(), None, progress=False)
+    run = evaluate(ScriptedBackend("Hello world. THIS IS MY ANSWER, in two sentences.", hashed_logprob,
+                                   identity={"model": "scripted-suite"}), config, NullCache(), None, progress=False)
     out = run.suite
     assert out == summarize(config.suite, run.samples, config.seed)
     figures = out["leaderboard_v2"]

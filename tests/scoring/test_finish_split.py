@@ -6,44 +6,35 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.backends.base import Backend
 from evalkit.records import load_run
 from evalkit.run.cache import NullCache
 from evalkit.run.config import RunConfig
 from evalkit.run.runner import evaluate
 from evalkit.scoring.budgets import split_warning
 from evalkit.taskapi.requests import Completion
+from _fakes import ScriptedBackend
 
 
-class CutSome(Backend):
+def _item(golds: list, r) -> int:
+    return next(k for k, q in enumerate(golds) if q[0] in r.prompt)
+
+
+def _cut_some(golds: list, r):
+    i = _item(golds, r)
+    gold = golds[i][1]
+    if i < 12:
+        return f"So it is {gold}.\n#### {gold}"
+    if i < 14:
+        return Completion(f"#### {gold} and then the model goes on and on", "length")
+    if i < 16:
+        return Completion("Let me think about this very carefully step by", "length")
+    return "#### 123456789"
+
+
+def cut_some(golds: list) -> ScriptedBackend:
     """Right answers that finish on items 0-11; the same text cut at max_tokens on items 12-15 (right
     on 12 and 13 only: the answer made it before the cut); wrong and finished on 16-19."""
-
-    name = "cut-some"
-
-    def __init__(self, golds):
-        self.golds = golds
-
-    def identity(self):
-        return {"model": "cut-some"}
-
-    def loglikelihood(self, requests):
-        raise NotImplementedError
-
-    def generate(self, requests):
-        out = []
-        for r in requests:
-            i = next(k for k, q in enumerate(self.golds) if q[0] in r.prompt)
-            gold = self.golds[i][1]
-            if i < 12:
-                out.append([Completion(f"So it is {gold}.\n#### {gold}", "stop")])
-            elif i < 14:
-                out.append([Completion(f"#### {gold} and then the model goes on and on", "length")])
-            elif i < 16:
-                out.append([Completion("Let me think about this very carefully step by", "length")])
-            else:
-                out.append([Completion("#### 123456789", "stop")])
-        return out
+    return ScriptedBackend(lambda r: _cut_some(golds, r), name="cut-some")
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +43,7 @@ def run(tmp_path_factory, shared_data):
     rows = [json.loads(x) for x in open(shared_data / "gsm8k" / "test.jsonl")][:20]
     golds = [(r["question"], r["answer"].split("####")[-1].strip()) for r in rows]
     out = tmp_path_factory.mktemp("split")
-    rec = evaluate(CutSome(golds), RunConfig(tasks=["gsm8k"], limit=20, num_fewshot=0,
+    rec = evaluate(cut_some(golds), RunConfig(tasks=["gsm8k"], limit=20, num_fewshot=0,
                                              data_paths={"gsm8k": str(shared_data / "gsm8k")}),
                    NullCache(), str(out / "results"), progress=False)
     return load_run(rec.path)
@@ -87,20 +78,12 @@ def test_the_task_view_shows_the_split(run):
         tables.BUDGET_COLUMNS.values())                                        # no metric: shares only
 
 
-class Finishes(CutSome):
-    """Right on items 0-13 and wrong on 16-19, as CutSome, but every answer finishes (items 12-15 right)."""
-
-    name = "finishes"
-
-    def identity(self):
-        return {"model": "finishes"}
-
-    def generate(self, requests):
-        out = []
-        for r, c in zip(requests, super().generate(requests)):
-            i = next(k for k, q in enumerate(self.golds) if q[0] in r.prompt)
-            out.append([Completion(f"#### {self.golds[i][1]}", "stop")] if 12 <= i < 16 else c)
-        return out
+def finishes(golds: list) -> ScriptedBackend:
+    """Right on items 0-13 and wrong on 16-19, as cut_some, but every answer finishes (items 12-15 right)."""
+    def reply(r):
+        i = _item(golds, r)
+        return f"#### {golds[i][1]}" if 12 <= i < 16 else _cut_some(golds, r)
+    return ScriptedBackend(reply, name="finishes")
 
 
 def test_compare_says_when_two_runs_differ_mainly_in_truncation(run, tmp_path, shared_data):
@@ -108,7 +91,7 @@ def test_compare_says_when_two_runs_differ_mainly_in_truncation(run, tmp_path, s
     from evalkit.compare.analysis import compare_runs
     rows = [json.loads(x) for x in open(shared_data / "gsm8k" / "test.jsonl")][:20]
     golds = [(r["question"], r["answer"].split("####")[-1].strip()) for r in rows]
-    base = evaluate(Finishes(golds), RunConfig(tasks=["gsm8k"], limit=20, num_fewshot=0,
+    base = evaluate(finishes(golds), RunConfig(tasks=["gsm8k"], limit=20, num_fewshot=0,
                                                data_paths={"gsm8k": str(shared_data / "gsm8k")}),
                     NullCache(), str(tmp_path), progress=False)
     c = compare_runs(base.path, run.path)

@@ -9,7 +9,6 @@ from dataclasses import replace
 
 import pytest
 
-from evalkit.backends.base import Backend
 from evalkit.records import load_run
 from evalkit.run.cache import NullCache, ResponseCache
 from evalkit.run.config import RunConfig
@@ -17,6 +16,7 @@ from evalkit.run.runner import evaluate
 from evalkit.run.repeats_split import sample_params
 from evalkit.scoring.budgets import task_budget
 from evalkit.taskapi.requests import Completion
+from _fakes import ScriptedBackend
 
 K = 4
 # per item, what each of its K completions does (in sample order):
@@ -33,33 +33,17 @@ def _text(kind: str, gold: str) -> tuple[str, str]:
             "A": (f"<think>a</think>\n#### {gold} and then on and on", "length")}[kind]
 
 
-class Mixed(Backend):
-    """Completion j of item i follows PLAN[i][j]; j is found from the request's seed (sample 0 keeps the
-    request's seed, sample j > 0 has the one ``sample_params`` derives), never from arrival order."""
-
-    name = "mixed-repeats"
-
-    def __init__(self, golds):
-        self.golds, self.calls = golds, 0
-
-    def identity(self):
-        return {"model": "mixed-repeats"}
-
-    def loglikelihood(self, requests):
-        raise NotImplementedError
-
-    def generate(self, requests):
-        self.calls += len(requests)
-        seeds = {}
-        for r in requests:
-            seeds.setdefault(r.prompt, set()).add(r.params.seed)
-        out = []
-        for r in requests:
-            i = next(k for k, q in enumerate(self.golds) if q[0] in r.prompt)
-            j = _index(r, seeds[r.prompt])
-            text, finish = _text(PLAN[i][j], self.golds[i][1])
-            out.append([Completion(text, finish, usage=dict(USAGE))])
-        return out
+def mixed(golds: list) -> ScriptedBackend:
+    """Completion j of item i follows PLAN[i][j]; j is found from the seeds its prompt has in the chunk
+    (sample 0 keeps the request's seed, sample j > 0 has the one ``sample_params`` derives), never from
+    arrival order."""
+    def reply(r):
+        i = next(k for k, q in enumerate(golds) if q[0] in r.prompt)
+        j = _index(r, {q.params.seed for q in backend.calls[-1][1] if q.prompt == r.prompt})
+        text, finish = _text(PLAN[i][j], golds[i][1])
+        return Completion(text, finish, usage=dict(USAGE))
+    backend = ScriptedBackend(reply, name="mixed-repeats")
+    return backend
 
 
 def _index(r, seeds: set) -> int:
@@ -90,7 +74,7 @@ def workdir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def run(workdir, shared_data, golds):
-    rec = evaluate(Mixed(golds), _config(shared_data), ResponseCache(workdir / "c.sqlite"), str(workdir / "results"),
+    rec = evaluate(mixed(golds), _config(shared_data), ResponseCache(workdir / "c.sqlite"), str(workdir / "results"),
                    progress=False)
     return load_run(rec.path)
 
@@ -145,16 +129,16 @@ def test_each_sample_records_its_completions(run):
 
 
 def test_a_cached_rerun_reports_the_same_figures(run, workdir, shared_data, golds, tmp_path):
-    again = Mixed(golds)
+    again = mixed(golds)
     rec = evaluate(again, _config(shared_data), ResponseCache(workdir / "c.sqlite"), str(tmp_path), progress=False)
-    assert again.calls == 0
+    assert again.requests == []
     assert load_run(rec.path).tasks["gsm8k"].budget == run.tasks["gsm8k"].budget
 
 
 def test_one_completion_per_sample_records_no_completion_list(shared_data, golds, tmp_path):
     cfg = _config(shared_data)
     cfg.gen_overrides = {"temperature": 0.6}
-    rec = load_run(evaluate(Mixed(golds), cfg, NullCache(), str(tmp_path), progress=False).path)
+    rec = load_run(evaluate(mixed(golds), cfg, NullCache(), str(tmp_path), progress=False).path)
     rows = list(rec.samples("gsm8k"))
     assert not any("completions" in r["extra"] for r in rows)
     b = rec.tasks["gsm8k"].budget

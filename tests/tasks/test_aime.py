@@ -8,17 +8,16 @@ import json
 
 import pytest
 
-from evalkit.backends.base import Backend
 from evalkit.run.cache import NullCache
 from evalkit.run.config import RunConfig
 from evalkit.run.runner import evaluate
 from evalkit.taskapi.data import DataError
 from evalkit.taskapi.items import RunContext
 from evalkit.taskapi.registry import get_task_class
-from evalkit.taskapi.requests import Completion
 from evalkit.tasks.aime import INSTRUCTION, extract_integer
 
 from conftest import shared
+from _fakes import ScriptedBackend
 
 AIME25_ANSWERS = [70, 588, 16, 117, 279, 504, 821, 77, 62, 81, 259, 510, 204, 60, 735,
                   468, 49, 82, 106, 336, 293, 237, 610, 149, 907, 113, 19, 248, 104, 240]  # SOURCE.txt
@@ -87,27 +86,13 @@ STYLES = ["so \\boxed{%d}", "$%d$", "\\boxed{0%d}", "The answer is %d", "\\fbox{
           "\\boxed{%d} \\boxed{1}", "$\\boxed{%d}$", "\\boxed %d$", "answer: $m+n = %d$"]
 
 
-class ByPrompt(Backend):
+def by_prompt(rows: list) -> ScriptedBackend:
     """Greedy answers in many styles (boxed, $...$, zero-padded, \\fbox, bare), some wrong."""
-    name = "by-prompt"
-
-    def __init__(self, rows):
-        self.rows, self.prompts = rows, []
-
-    def identity(self):
-        return {"model": "by-prompt"}
-
-    def generate(self, requests):
-        out = []
-        for r in requests:
-            self.prompts.append(r.prompt)
-            i = [x["Problem"] for x in self.rows].index(r.prompt[len("Question: "):-len("\nAnswer:")])
-            answer = self.rows[i]["Answer"] + (i % 2 if i >= 18 else 0)
-            out.append([Completion(STYLES[i % len(STYLES)].replace("%d", str(answer)), "stop")])
-        return out
-
-    def loglikelihood(self, requests):
-        raise AssertionError("generation only")
+    def reply(r):
+        i = [x["Problem"] for x in rows].index(r.prompt[len("Question: "):-len("\nAnswer:")])
+        answer = rows[i]["Answer"] + (i % 2 if i >= 18 else 0)
+        return STYLES[i % len(STYLES)].replace("%d", str(answer))
+    return ScriptedBackend(reply, name="by-prompt")
 
 
 def test_greedy_verdicts_equal_lm_evals_aime24_through_the_catalog(tmp_path):
@@ -121,7 +106,7 @@ def test_greedy_verdicts_equal_lm_evals_aime24_through_the_catalog(tmp_path):
     hub = tmp_path / "hub"
     hub.mkdir()
     (hub / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    backend = ByPrompt(rows)
+    backend = by_prompt(rows)
     run = evaluate(backend, RunConfig(tasks=["aime24_greedy", "lm-eval:aime24"], gen_overrides={"max_tokens": 64},
                                       data_paths={"aime24_greedy": str(hub), "lm-eval:aime24": str(hub)}),
                    NullCache(), output_dir=None, progress=False)

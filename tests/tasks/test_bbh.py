@@ -4,25 +4,24 @@ reporting, and item-by-item parity with lm-eval's ``bbh_cot_fewshot_<subtask>`` 
 ``leaderboard_bbh_<subtask>`` on the same responses (lm-eval's own evaluator, answered by a replay LM)."""
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
-from evalkit.backends.base import Backend
 from evalkit.run.cache import NullCache
 from evalkit.run.config import RunConfig
 from evalkit.run.runner import evaluate
 from evalkit.taskapi.data import DataError
 from evalkit.taskapi.items import RunContext
 from evalkit.taskapi.registry import get_task_class
-from evalkit.taskapi.requests import Completion, LoglikelihoodResult
+from evalkit.taskapi.requests import LoglikelihoodResult
 from evalkit.tasks.bbh.cot import INVALID, extract_answer
 from evalkit.tasks.bbh.data import SUBTASKS
 from evalkit.tasks.bbh.mc import MC_SUBTASKS
 
 from conftest import shared
+from _fakes import ScriptedBackend, hashed_logprob
 
 REAL = json.loads((Path(__file__).parents[1] / "data" / "bbh_smollm2_outputs.json").read_text(encoding="utf-8"))
 CUE = "\nA: Let's think step by step.\n"
@@ -37,27 +36,10 @@ def task(name, data):
     return get_task_class(name)(data_path=str(data))
 
 
-class Scripted(Backend):
+def scripted(texts: dict) -> ScriptedBackend:
     """Answers from a table: a generation by its prompt, a loglikelihood from a hash of the request
-    (deterministic, distinct values); records every answer as the parity replay needs."""
-    name = "scripted"
-
-    def __init__(self, texts: dict):
-        self.texts, self.answers = texts, {}
-
-    def identity(self):
-        return {"model": "scripted"}
-
-    def generate(self, requests):
-        out = [[Completion(self.texts.get(r.prompt, "no idea"), "stop")] for r in requests]
-        self.answers.update(zip(requests, out))
-        return out
-
-    def loglikelihood(self, requests):
-        out = [LoglikelihoodResult(-int(hashlib.sha256((r.context + r.continuation).encode()).hexdigest()[:6], 16) / 1e5,
-                                   False) for r in requests]
-        self.answers.update(zip(requests, out))
-        return out
+    (deterministic, distinct values); keeps every answer as the parity replay needs."""
+    return ScriptedBackend(lambda r: texts.get(r.prompt, "no idea"), hashed_logprob)
 
 
 def run(backend, tasks, data, limit, **kw):
@@ -215,7 +197,7 @@ def test_micro_macro_and_subtask_breakdowns(bbh_dir):
     docs = t.docs_within_limit(t.eval_docs(), 2)
     right = {t.prompt_text(d, RunContext()): f"... So the answer is {d.target}."
              for d in docs if d.id.endswith("-0") and SUBTASKS.index(d.meta["subtask"]) < 9}
-    got = run(Scripted(right), ["bbh_cot"], {"bbh_cot": str(bbh_dir)}, limit=2)
+    got = run(scripted(right), ["bbh_cot"], {"bbh_cot": str(bbh_dir)}, limit=2)
     entry = got.tasks["bbh_cot"]
     m = entry.metrics
     assert m["exact_match"]["n"] == 54 and m["exact_match"]["value"] == pytest.approx(9 / 54)
@@ -234,7 +216,7 @@ def test_mc_item_whose_target_is_not_an_option_scores_wrong_as_in_lm_eval(bbh_di
     assert [d.id for d in bad] == ["ruin_names-99", "ruin_names-144"]
     s = t.score(bad[0], [LoglikelihoodResult(-1.0, True)] + [LoglikelihoodResult(-9.0, False)] * 5, RunContext())
     assert s.metrics == {"acc": 0.0, "acc_norm": 0.0} and s.extra["target_not_an_option"]
-    got = run(Scripted({}), ["bbh_mc_ruin_names"], {"bbh_mc_ruin_names": str(bbh_dir)}, limit=150)
+    got = run(scripted({}), ["bbh_mc_ruin_names"], {"bbh_mc_ruin_names": str(bbh_dir)}, limit=150)
     assert got.tasks["bbh_mc_ruin_names"].extra == {"targets_not_an_option": ["ruin_names-99", "ruin_names-144"]}
 
 
@@ -277,7 +259,7 @@ def test_cot_verdicts_equal_lm_evals_on_the_models_real_outputs(source, subtasks
         t = task(f"bbh_cot_{s}", bbh_dir)
         for d in t.eval_docs()[:limit]:
             texts[t.prompt_text(d, RunContext())] = REAL[source]["outputs"].get(d.id, "no idea")
-    backend = Scripted(texts)
+    backend = scripted(texts)
     names = [f"bbh_cot_{s}" for s in subtasks]
     got = run(backend, names, {n: str(bbh_dir) for n in names}, limit=limit)
     assert sum(r["metrics"]["exact_match"] for n in names for r in got.samples[n]) == right
@@ -306,7 +288,7 @@ def test_mc_verdicts_equal_the_leaderboards_on_the_real_model(hf_backend, bbh_di
 def test_mc_prompts_equal_the_leaderboards_for_all_24_subtasks(bbh_dir, shared_data, tmp_path):
     """Every subtask's requests (context and each option) are lm-eval's ``leaderboard_bbh_*``'s,
     hashed loglikelihoods standing in for a model."""
-    backend = Scripted({})
+    backend = scripted({})
     got = run(backend, ["bbh_mc"], {"bbh_mc": str(bbh_dir)}, limit=1)
     lm = lm_eval_side(shared_data, tmp_path, ["leaderboard_bbh_"], list(MC_SUBTASKS), backend.answers, 1)
     pairs = []

@@ -24,13 +24,13 @@ import sys
 import pytest
 
 from conftest import REPO
+from _fakes import ScriptedBackend
 
 from evalkit.tasks.bfcl import data as bfcl_data
 
 if bfcl_data.installed_data_dir() is None:
     pytest.skip("bfcl-eval is not installed (pip install --no-deps bfcl-eval)", allow_module_level=True)
 
-from evalkit.backends.base import Backend  # noqa: E402
 from evalkit.taskapi import registry  # noqa: E402
 from evalkit.taskapi.agent import Transcript  # noqa: E402
 from evalkit.taskapi.items import RunContext  # noqa: E402
@@ -176,75 +176,64 @@ def test_the_checker_gives_bfcls_verdicts(docs):
     print(f"\n{len(items)} answers, BFCL's verdicts on all: {kinds}")
 
 
-class Oracle(Backend):
+def _oracle_entries(docs) -> list:
+    """Per entry: its category, its user turns' contents, how many each turn has, the function names
+    offered at each turn and the possible answer's calls."""
+    from evalkit.tasks.bfcl.multi_turn import ADDED_FUNCTIONS_FC
+    entries = []
+    for ds in docs.values():
+        for d in ds:
+            users = [[m["content"] for m in turn if m["role"] == "user"] or [ADDED_FUNCTIONS_FC]
+                     for turn in d.meta["question"]]
+            names = [f["name"] for f in d.meta["function"]]
+            offered = []
+            for i in range(len(users)):
+                names = names + [f["name"] for f in d.meta["missed_function"].get(str(i), [])]
+                offered.append(sorted(names))
+            entries.append((d.meta["category"], [u for us in users for u in us], [len(us) for us in users],
+                            offered, answer_plan(d)))
+    return entries
+
+
+def _turn_calls(entries: list, users: list, category, tools: list):
+    found = set()
+    for cat, contents, sizes, offered, plan in entries:
+        if contents[:len(users)] == users and category in (None, cat):
+            turn = next(i for i in range(len(sizes)) if sum(sizes[:i + 1]) >= len(users))
+            if offered[turn] != tools:
+                continue
+            found.add(json.dumps(plan[turn][0] if plan[turn] else None))
+    assert len(found) == 1, users
+    return json.loads(found.pop())
+
+
+def oracle(docs, fail_after=None) -> ScriptedBackend:
     """Makes the possible answer's calls of the current turn in one reply, then says it is done. The
     entry is the one whose user turns so far are the conversation's, of the category a system message
     names (without one, entries of different categories sharing the user turns must share the answer
     for that turn, or the oracle fails: base and miss_param share questions, not answers)."""
+    entries = _oracle_entries(docs)
 
-    name = "oracle"
-
-    def __init__(self, docs, fail_after=None):
-        from evalkit.tasks.bfcl.multi_turn import ADDED_FUNCTIONS_FC
-        self.fail_after, self.seen = fail_after, 0
-        self.entries = []
-        for ds in docs.values():
-            for d in ds:
-                users = [[m["content"] for m in turn if m["role"] == "user"] or [ADDED_FUNCTIONS_FC]
-                         for turn in d.meta["question"]]
-                names = [f["name"] for f in d.meta["function"]]
-                offered = []
-                for i in range(len(users)):
-                    names = names + [f["name"] for f in d.meta["missed_function"].get(str(i), [])]
-                    offered.append(sorted(names))
-                self.entries.append((d.meta["category"], [u for us in users for u in us], [len(us) for us in users],
-                                     offered, answer_plan(d)))
-
-    def identity(self):
-        return {"model": "bfcl-oracle"}
-
-    def loglikelihood(self, requests):
-        raise NotImplementedError
-
-    def generate(self, requests):
-        raise NotImplementedError
-
-    def _turn_calls(self, users: list, category, tools: list):
-        found = set()
-        for cat, contents, sizes, offered, plan in self.entries:
-            if contents[:len(users)] == users and category in (None, cat):
-                turn = next(i for i in range(len(sizes)) if sum(sizes[:i + 1]) >= len(users))
-                if offered[turn] != tools:
-                    continue
-                found.add(json.dumps(plan[turn][0] if plan[turn] else None))
-        assert len(found) == 1, users
-        return json.loads(found.pop())
-
-    def tool_chat(self, requests):
-        out = []
-        for r in requests:
-            if self.fail_after is not None and self.seen >= self.fail_after:
-                raise KeyboardInterrupt("killed")
-            self.seen += 1
-            msgs = r.message_dicts()
-            category = msgs[0]["content"] if msgs[0]["role"] == "system" else None
-            calls = self._turn_calls([m["content"] for m in msgs if m["role"] == "user"], category,
-                                     sorted(t["function"]["name"] for t in r.tool_dicts()))
-            calls = calls if msgs[-1]["role"] == "user" else None
-            out.append([Completion("" if calls else "Done.", "stop", usage={"completion_tokens": 5},
-                                   tool_calls=calls or [], content="" if calls else "Done.")])
-        return out
+    def reply(r):
+        msgs = r.message_dicts()
+        category = msgs[0]["content"] if msgs[0]["role"] == "system" else None
+        calls = _turn_calls(entries, [m["content"] for m in msgs if m["role"] == "user"], category,
+                            sorted(t["function"]["name"] for t in r.tool_dicts()))
+        calls = calls if msgs[-1]["role"] == "user" else None
+        return Completion("" if calls else "Done.", "stop", usage={"completion_tokens": 5},
+                          tool_calls=calls or [], content="" if calls else "Done.")
+    return ScriptedBackend(reply, name="oracle", identity={"model": "bfcl-oracle"}, fail_after=fail_after)
 
 
 def test_an_oracle_passes_every_entry_through_the_agent_loop(docs):
     """The first entry of each category in ``bfcl_multi_turn`` (with BFCL's summary), then the next
     two of each category on its own task (the oracle told the category by ``--system-prompt``)."""
     import evalkit
-    oracle = Oracle(docs)
-    run = evalkit.evaluate(model=oracle, tasks=["bfcl_multi_turn"], limit=1, output=None, cache=False)
+    backend = oracle(docs)
+    run = evalkit.evaluate(model=backend, tasks=["bfcl_multi_turn"], limit=1, output=None, cache=False)
     rows = run.samples["bfcl_multi_turn"]
     for category in MULTI_TURN:
-        more = evalkit.evaluate(model=oracle, tasks=[f"bfcl_{category}"], limit=3, system_prompt=category,
+        more = evalkit.evaluate(model=backend, tasks=[f"bfcl_{category}"], limit=3, system_prompt=category,
                                 output=None, cache=False)
         rows += more.samples[f"bfcl_{category}"][1:]
     assert len(rows) == 12 and all(r["metrics"]["accuracy"] == 1.0 for r in rows), \
@@ -268,13 +257,13 @@ def test_a_killed_run_resumes_at_the_turn_it_reached(docs, tmp_path):
     an uninterrupted run's."""
     import evalkit
     kw = dict(tasks=["bfcl_multi_turn_base", "bfcl_multi_turn_miss_func"], limit=1, output=None)
-    whole = evalkit.evaluate(model=Oracle(docs), cache=False, **kw)
+    whole = evalkit.evaluate(model=oracle(docs), cache=False, **kw)
     with pytest.raises(KeyboardInterrupt):
-        evalkit.evaluate(model=Oracle(docs, fail_after=4), cache_dir=str(tmp_path), **kw)
-    again = Oracle(docs)
+        evalkit.evaluate(model=oracle(docs, fail_after=4), cache_dir=str(tmp_path), **kw)
+    again = oracle(docs)
     resumed = evalkit.evaluate(model=again, cache_dir=str(tmp_path), **kw)
     total = sum(len(r["responses"][0]["turns"]) for rs in whole.samples.values() for r in rs)
-    assert again.seen == total - 4
+    assert len(again.requests) == total - 4
     for task, rows in whole.samples.items():
         assert [(r["responses"][0]["messages"], r["metrics"]["accuracy"]) for r in rows] == \
             [(r["responses"][0]["messages"], r["metrics"]["accuracy"]) for r in resumed.samples[task]]

@@ -24,9 +24,7 @@ import types
 import pytest
 
 import evalkit
-from evalkit.backends.base import Backend
 from evalkit.taskapi.data import DataError
-from evalkit.taskapi.requests import Completion
 from evalkit.tasks.ifbench import checkers as ck
 from evalkit.tasks.ifbench import data as ifb_data
 from evalkit.tasks.ifbench import text as ifb_text
@@ -35,30 +33,16 @@ from evalkit.tasks.ifeval.checkers import loose_variants
 from evalkit.util.extras import MissingExtra
 
 from conftest import require_installed
+from _fakes import ScriptedBackend, first_line
 
 RANDOM_IN_REFERENCE = {"286"}  # repeat:repeat_span with n_start 0: the reference draws a random start
 TOKENIZING = {"words:start_verb", "format:title_case", "words:words_position", "words:keywords_specific_position"}
 _VERBS = {"go", "write", "run", "make", "take", "give", "list", "describe", "explain", "imagine"}
 
 
-class Echo(Backend):
+def echo() -> ScriptedBackend:
     """Answers every prompt with its first line (so some instructions hold and some do not)."""
-
-    name = "echo"
-
-    def __init__(self):
-        self.requests = []
-
-    def identity(self):
-        return {"model": "ifbench-echo"}
-
-    def loglikelihood(self, requests):
-        raise NotImplementedError
-
-    def generate(self, requests):
-        self.requests += requests
-        return [[Completion((r.prompt if r.prompt is not None else r.messages[-1][1]).split("\n")[0], "stop")]
-                for r in requests]
+    return ScriptedBackend(first_line, name="echo", identity={"model": "ifbench-echo"})
 
 
 #: texts at the checkers' edges: no word, under three characters, a sentence of punctuation alone, ...
@@ -411,7 +395,7 @@ def _report(ref, records, responses, mode):
 def test_task_reads_the_wheel_and_sends_one_chat_turn(records, tmp_path):
     """Without --data the task reads the wheel's 294 prompts in order and sends each as one user
     turn, 4,096 greedy tokens; --data takes the file itself or a folder holding it."""
-    chat = Echo()
+    chat = echo()
     run = evalkit.evaluate(model=chat, tasks=["ifbench"], limit=20, output=None, cache=False)
     assert all(r.messages and r.messages[-1][0] == "user" and r.prompt is None for r in chat.requests)
     assert sorted(r.messages[-1][1] for r in chat.requests) == sorted(r["prompt"] for r in records[:20])
@@ -420,21 +404,14 @@ def test_task_reads_the_wheel_and_sends_one_chat_turn(records, tmp_path):
     local = tmp_path / "IFBench_test.jsonl"
     local.write_text("".join(json.dumps(r) + "\n" for r in records[:5]))
     for where in (local, tmp_path):
-        again = evalkit.evaluate(model=Echo(), tasks=["ifbench"], data={"ifbench": str(where)}, output=None,
+        again = evalkit.evaluate(model=echo(), tasks=["ifbench"], data={"ifbench": str(where)}, output=None,
                                  cache=False)
         assert [r["doc_id"] for r in again.samples["ifbench"]] == [r["key"] for r in records[:5]]
 
 
-class Replay(Echo):
+def replay(answers: dict) -> ScriptedBackend:
     """Answers each prompt with the wheel's sample answer to it."""
-
-    def __init__(self, answers: dict):
-        super().__init__()
-        self.answers = answers
-
-    def generate(self, requests):
-        self.requests += requests
-        return [[Completion(self.answers[r.messages[-1][1]], "stop")] for r in requests]
+    return ScriptedBackend(lambda r: answers[r.messages[-1][1]], name="echo", identity={"model": "ifbench-echo"})
 
 
 def test_task_figures_and_breakdowns_equal_the_references_report(reference, records, sample_outputs, tmp_path,
@@ -449,7 +426,7 @@ def test_task_figures_and_breakdowns_equal_the_references_report(reference, reco
     answers = {r["prompt"]: a for r, a in zip(records, sample_outputs)}
     local = tmp_path / "IFBench_test.jsonl"
     local.write_text("".join(json.dumps(r) + "\n" for r in kept))
-    run = evalkit.evaluate(model=Replay(answers), tasks=["ifbench"], data={"ifbench": str(local)}, output=None,
+    run = evalkit.evaluate(model=replay(answers), tasks=["ifbench"], data={"ifbench": str(local)}, output=None,
                            cache=False)
     assert len(run.samples["ifbench"]) == 293
     m, b = run.tasks["ifbench"].metrics, run.tasks["ifbench"].breakdowns
@@ -476,13 +453,13 @@ def test_bad_data_names_the_line_and_field(records, tmp_path):
     bad = tmp_path / "IFBench_test.jsonl"
     bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(DataError) as e:
-        evalkit.evaluate(model=Echo(), tasks=["ifbench"], data={"ifbench": str(bad)}, output=None, cache=False)
+        evalkit.evaluate(model=echo(), tasks=["ifbench"], data={"ifbench": str(bad)}, output=None, cache=False)
     msg = str(e.value)
     assert "IFBench_test.jsonl" in msg and ":3" in msg and "kwargs" in msg and "\n" not in msg
     rows[2] = {**records[2], "instruction_id_list": ["count:nonesuch"]}
     bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(DataError, match="unknown instruction 'count:nonesuch'"):
-        evalkit.evaluate(model=Echo(), tasks=["ifbench"], data={"ifbench": str(bad)}, output=None, cache=False)
+        evalkit.evaluate(model=echo(), tasks=["ifbench"], data={"ifbench": str(bad)}, output=None, cache=False)
 
 
 def test_missing_tagger_stops_before_the_model_and_drop_leaves_those_prompts_out(records, tmp_path, monkeypatch):
@@ -491,7 +468,7 @@ def test_missing_tagger_stops_before_the_model_and_drop_leaves_those_prompts_out
     local = tmp_path / "IFBench_test.jsonl"
     local.write_text("".join(json.dumps(r) + "\n" for r in records[255:265]))
     monkeypatch.setattr(ifb_text, "tagger_problem", lambda: "NLTK's tagger data is missing: download it")
-    chat = Echo()
+    chat = echo()
     with pytest.raises(MissingExtra, match="6 prompt.*drop=words:start_verb"):
         evalkit.evaluate(model=chat, tasks=["ifbench"], data={"ifbench": str(local)}, output=None, cache=False)
     assert chat.requests == []

@@ -9,13 +9,12 @@ import json
 import pytest
 
 import evalkit
-from evalkit.backends.base import Backend
 from evalkit.taskapi.data import DataError
-from evalkit.taskapi.requests import Completion
 from evalkit.tasks.ifeval.checkers import CHECKERS, verdicts
 from evalkit.tasks.ifeval.task import record_to_doc
 
 from conftest import shared
+from _fakes import ScriptedBackend, first_line
 
 DATA = shared("ifeval", "input_data.jsonl")
 RANDOM_IN_REFERENCE = {"1122", "1129"}  # letter_frequency on "#" and "!": the reference draws a random letter
@@ -193,27 +192,9 @@ def test_the_characters_the_reference_replaces_are_counted():
                     "Wow! Yes!") == ([False], [False])
 
 
-class Echo(Backend):
+def echo() -> ScriptedBackend:
     """Answers every prompt with its first line (so some instructions hold and some do not)."""
-
-    name = "echo"
-
-    def __init__(self):
-        self.requests = []
-
-    def identity(self):
-        return {"model": "ifeval-echo"}
-
-    def loglikelihood(self, requests):
-        raise NotImplementedError
-
-    def generate(self, requests):
-        self.requests += requests
-        out = []
-        for r in requests:
-            text = r.prompt if r.prompt is not None else r.messages[-1][1]
-            out.append([Completion(text.split("\n")[0], "stop")])
-        return out
+    return ScriptedBackend(first_line, name="echo", identity={"model": "ifeval-echo"})
 
 
 def test_task_prompts_metrics_and_catalog_parity(reference, records, tmp_path):
@@ -222,11 +203,11 @@ def test_task_prompts_metrics_and_catalog_parity(reference, records, tmp_path):
     ``lm-eval:ifeval`` (lm-eval's own process_results) on the same responses; instruction-level
     figures are the flat means with a bootstrap CI over prompts; breakdowns per instruction."""
     from evalkit.tasks.lm_eval_catalog.hub_layouts import ifeval_hub
-    chat = Echo()
+    chat = echo()
     run = evalkit.evaluate(model=chat, tasks=["ifeval"], limit=40, data={"ifeval": str(DATA)}, output=None, cache=False)
     assert all(r.messages and r.messages[-1][0] == "user" and r.prompt is None for r in chat.requests)
     assert chat.requests[0].params.max_tokens == 1280 and chat.requests[0].params.temperature == 0.0
-    bare, catalog = Echo(), Echo()
+    bare, catalog = echo(), echo()
     native = evalkit.evaluate(model=bare, tasks=["ifeval"], limit=40, data={"ifeval": str(DATA)},
                               task_args={"ifeval": {"chat": "false"}}, output=None, cache=False)
     hub = ifeval_hub(shared("."), tmp_path / "hub")
@@ -264,7 +245,7 @@ def test_bad_data_names_the_line_and_field(tmp_path):
     bad = tmp_path / "input_data.jsonl"
     bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(DataError) as e:
-        evalkit.evaluate(model=Echo(), tasks=["ifeval"], data={"ifeval": str(bad)}, output=None, cache=False)
+        evalkit.evaluate(model=echo(), tasks=["ifeval"], data={"ifeval": str(bad)}, output=None, cache=False)
     msg = str(e.value)
     assert "input_data.jsonl" in msg and ":3" in msg and "kwargs" in msg and "\n" not in msg
 

@@ -11,36 +11,24 @@ import pytest
 pytest.importorskip("lm_eval")
 
 import evalkit  # noqa: E402
-from evalkit.backends.base import Backend  # noqa: E402
-from evalkit.taskapi.requests import Completion  # noqa: E402
+from _fakes import ScriptedBackend  # noqa: E402
 
 TASK = "lm-eval:gsm8k"
 
 
-class Sampler(Backend):
+def question(r) -> str:
+    return r.prompt.rsplit("Question: ", 1)[1].split("\nAnswer:")[0]
+
+
+def sampler(golds: dict) -> ScriptedBackend:
     """The gold answer the first ``right`` times a question is asked, then wrong ones (evalkit's engine
     asks K single-completion requests, each with its own seed)."""
-
-    name = "sampler"
-
-    def __init__(self, golds):
-        self.golds, self.seen = golds, []
-
-    def identity(self):
-        return {"model": "lm-eval-repeats"}
-
-    def loglikelihood(self, requests):
-        raise NotImplementedError
-
-    def generate(self, requests):
-        out = []
-        for r in requests:
-            question = r.prompt.rsplit("Question: ", 1)[1].split("\nAnswer:")[0]
-            self.seen.append((question, r.params.seed))
-            j = sum(q == question for q, _ in self.seen) - 1
-            gold, right = self.golds[question]
-            out.append([Completion(f"So #### {gold if j < right else int(gold) + 1 + j % 2}", "stop")])
-        return out
+    def reply(r):
+        j = sum(question(q) == question(r) for q in backend.requests) - 1
+        gold, right = golds[question(r)]
+        return f"So #### {gold if j < right else int(gold) + 1 + j % 2}"
+    backend = ScriptedBackend(reply, name="sampler", identity={"model": "lm-eval-repeats"})
+    return backend
 
 
 def test_repeats_on_an_lm_eval_task_score_every_completion(tmp_path, shared_data):
@@ -51,11 +39,12 @@ def test_repeats_on_an_lm_eval_task_score_every_completion(tmp_path, shared_data
     test = [json.loads(line) for line in open(next(hub.rglob("test*.jsonl")))][:4]
     right = [4, 3, 1, 0]
     golds = {d["question"]: (d["answer"].split("####")[-1].strip().replace(",", ""), c) for d, c in zip(test, right)}
-    backend = Sampler(golds)
+    backend = sampler(golds)
     run = evalkit.evaluate(model=backend, tasks=[TASK], limit=4, repeats=4, gen_kwargs={"temperature": 0.6},
                            data={TASK: str(hub)}, output=None,
                            cache=False)
-    assert len(backend.seen) == 16 and len(set(backend.seen)) == 16  # 4 seeded samples of each question
+    seen = {(question(r), r.params.seed) for r in backend.requests}
+    assert len(backend.requests) == 16 and len(seen) == 16  # 4 seeded samples of each question
     rows = run.samples[TASK]
     key = "exact_match,strict-match"
     assert [r["extra"]["repeats"]["n_correct"] for r in rows] == right

@@ -13,8 +13,7 @@ import sys
 import pytest
 
 import evalkit
-from evalkit.backends.base import Backend
-from evalkit.taskapi.requests import Completion
+from _fakes import ScriptedBackend
 
 
 def leaderboard_utils():
@@ -29,36 +28,21 @@ def leaderboard_utils():
     return mod
 
 
-class Answers(Backend):
+def answers(solutions: dict) -> ScriptedBackend:
     """Completions that exercise both rules: the gold solution with minerva's closing line, a boxed
     answer without it, a wrong final answer, an equivalent but differently written one, rambling."""
-
-    name = "answers"
-
-    def __init__(self, solutions: dict):
-        self.solutions, self.prompts = solutions, []
-
-    def identity(self):
-        return {"model": "math-hard-answers"}
-
-    def loglikelihood(self, requests):
-        raise NotImplementedError
-
-    def generate(self, requests):
-        out = []
-        for r in requests:
-            self.prompts.append(r.prompt)
-            problem = r.prompt.rsplit("Problem:\n", 1)[1].rsplit("\n\nSolution:", 1)[0]
-            sol = self.solutions[problem]
-            gold = leaderboard_utils().remove_boxed(leaderboard_utils().last_boxed_only_string(sol))
-            k = len(self.prompts) % 5
-            text = [f" {sol}\nFinal Answer: The final answer is ${gold}$. I hope it is correct.",
-                    f" So the answer is $\\boxed{{{gold}}}$.",
-                    " The answer is 7.\nFinal Answer: The final answer is $7$. I hope it is correct.",
-                    f" Final Answer: The final answer is ${gold} + 0$. I hope it is correct.",
-                    " I am not sure."][k]
-            out.append([Completion(text, "stop")])
-        return out
+    def reply(r):
+        problem = r.prompt.rsplit("Problem:\n", 1)[1].rsplit("\n\nSolution:", 1)[0]
+        sol = solutions[problem]
+        gold = leaderboard_utils().remove_boxed(leaderboard_utils().last_boxed_only_string(sol))
+        k = len(backend.requests) % 5
+        return [f" {sol}\nFinal Answer: The final answer is ${gold}$. I hope it is correct.",
+                f" So the answer is $\\boxed{{{gold}}}$.",
+                " The answer is 7.\nFinal Answer: The final answer is $7$. I hope it is correct.",
+                f" Final Answer: The final answer is ${gold} + 0$. I hope it is correct.",
+                " I am not sure."][k]
+    backend = ScriptedBackend(reply, name="answers", identity={"model": "math-hard-answers"})
+    return backend
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +62,7 @@ def test_math_hard_equals_the_leaderboards_prompts_and_verdicts(hub, shared_data
             tests[d["problem"]] = d
     assert sum(d["level"] == "Level 5" for d in tests.values()) == 1324
     solutions = {p: d["solution"] for p, d in tests.items()}
-    native = Answers(solutions)
+    native = answers(solutions)
     run = evalkit.evaluate(model=native, tasks=["math_hard"], limit=10, data={"math_hard": str(shared_data / "math")},
                            output=None, cache=False)
     rows = run.samples["math_hard"]
@@ -86,7 +70,7 @@ def test_math_hard_equals_the_leaderboards_prompts_and_verdicts(hub, shared_data
         "Algebra", "Counting & Probability", "Geometry", "Intermediate Algebra", "Number Theory", "Prealgebra",
         "Precalculus"}
     # prompts: the same text as evalkit's catalog run of the leaderboard's algebra subtask
-    catalog = Answers(solutions)
+    catalog = answers(solutions)
     evalkit.evaluate(model=catalog, tasks=["lm-eval:leaderboard_math_algebra_hard"], limit=10,
                      data={"lm-eval:leaderboard_math_algebra_hard": str(hub)}, output=None, cache=False)
     assert len(catalog.prompts) == 10 and set(catalog.prompts) <= set(native.prompts)

@@ -4,13 +4,10 @@ datasets' layouts: the native tasks (``musr``, ``mmlu_pro``) read them, and lm-e
 exactly the same requests and give the same per-item verdicts and leaderboard-v2 figures."""
 from __future__ import annotations
 
-import hashlib
-
 import pytest
 
 pd = pytest.importorskip("pandas")
 
-from evalkit.backends.base import Backend  # noqa: E402
 from evalkit.run.cache import NullCache  # noqa: E402
 from evalkit.run.config import RunConfig  # noqa: E402
 from evalkit.run.runner import evaluate  # noqa: E402
@@ -18,7 +15,7 @@ from evalkit.run.suite_summary import bench_rows  # noqa: E402
 from evalkit.scoring import leaderboard_v2 as lb  # noqa: E402
 from evalkit.taskapi import registry  # noqa: E402
 from evalkit.taskapi.data import DataError  # noqa: E402
-from evalkit.taskapi.requests import LoglikelihoodResult  # noqa: E402
+from _fakes import ScriptedBackend, hashed_logprob  # noqa: E402
 
 CATEGORIES = ("math", "law", "biology", "history")
 
@@ -59,28 +56,10 @@ def hub(tmp_path_factory):
     return root
 
 
-class Scripted(Backend):
-    name = "scripted"
-
-    def __init__(self):
-        self.seen = []
-
-    def identity(self):
-        return {"model": "scripted-mc"}
-
-    def generate(self, requests):
-        raise NotImplementedError
-
-    def loglikelihood(self, requests):
-        self.seen += [(r.context, r.continuation) for r in requests]
-        return [LoglikelihoodResult(-int(hashlib.sha256((r.context + r.continuation).encode()).hexdigest()[:6], 16)
-                                    / 1e5, False) for r in requests]
-
-
 def run(task: str, data: str):
-    backend = Scripted()
+    backend = ScriptedBackend(loglikelihood=hashed_logprob, identity={"model": "scripted-mc"})
     out = evaluate(backend, RunConfig(tasks=[task], data_paths={task: data}), NullCache(), None, progress=False)
-    return out, sorted(set(backend.seen))
+    return out, sorted({(r.context, r.continuation) for r in backend.requests})
 
 
 @pytest.mark.parametrize("native, theirs, folder, kind, metric", [

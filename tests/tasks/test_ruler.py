@@ -8,6 +8,7 @@ import random
 import pytest
 
 import evalkit
+from _fakes import ScriptedBackend
 from evalkit.tasks.ruler import niah
 from evalkit.tasks.ruler.task import VARIANTS, effective_length
 
@@ -97,45 +98,25 @@ def test_the_bundled_model_finds_needles_at_1k_and_2k(tiny_model_dir, hf_backend
 def test_the_leaderboard_draws_score_against_length(monkeypatch, tmp_path):
     """A RULER record (two models, scored by a scripted answerer) on the task page: the length curve."""
     import json
+    import re
     from _dashboard_records import app_page
-    from evalkit.backends.base import Backend
     from evalkit.dashboards.labels import task_family
-    from evalkit.taskapi.requests import Completion
 
-    class Finder(Backend):
-        name = "finder"
-
-        def __init__(self, reach):
-            self.reach = reach  # finds the needle only in prompts shorter than this many characters
-
-        def identity(self):
-            return {"model": f"finder-{self.reach}"}
-
-        def tokenizer_encode(self, text):
+    class Words:
+        def encode(self, text, add_special_tokens=False):
             return text.split()
 
-        def text_tokenizer(self):
-            class Words:
-                def encode(_, text, add_special_tokens=False):
-                    return text.split()
-            return Words()
-
-        def loglikelihood(self, requests):
-            raise NotImplementedError
-
-        def generate(self, requests):
-            out = []
-            for r in requests:
-                import re
-                key = re.search(r"special magic number for (.+?) mentioned in the provided text\?", r.prompt).group(1)
-                found = re.search(rf"for {re.escape(key)} is: (\d+)\.", r.prompt)
-                value = found.group(1) if found and len(r.prompt) < self.reach else "no idea"
-                out.append([Completion(value, "stop")])
-            return out
+    def finder(reach: int) -> ScriptedBackend:
+        """Finds the needle only in prompts shorter than ``reach`` characters."""
+        def find(r):
+            key = re.search(r"special magic number for (.+?) mentioned in the provided text\?", r.prompt).group(1)
+            found = re.search(rf"for {re.escape(key)} is: (\d+)\.", r.prompt)
+            return found.group(1) if found and len(r.prompt) < reach else "no idea"
+        return ScriptedBackend(find, name="finder", identity={"model": f"finder-{reach}"}, tokenizer=Words())
 
     args = {"niah_multikey_2": {"lengths": "512+1024+2048", "samples": 3}}
     for reach in (4000, 50_000):
-        evalkit.evaluate(model=Finder(reach), tasks=["niah_multikey_2"], output=str(tmp_path), cache=False, task_args=args)
+        evalkit.evaluate(model=finder(reach), tasks=["niah_multikey_2"], output=str(tmp_path), cache=False, task_args=args)
     at = app_page(tmp_path, monkeypatch)
     # RULER's tasks, its 13-task group, the depth x length grid and AA-LCR: one "long context" family
     assert {task_family(t) for t in ("niah_multikey_2", "ruler", "ruler_qa_squad", "niah_grid", "aa_lcr")} == {

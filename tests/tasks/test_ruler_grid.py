@@ -9,6 +9,7 @@ import pytest
 from evalkit.tasks.ruler import grid
 
 import evalkit
+from _fakes import ScriptedBackend
 
 pytest.importorskip("wonderwords")
 
@@ -41,37 +42,11 @@ def test_the_needle_is_at_the_asked_depth_of_the_tokenized_prompt(tokenizer, dep
 
 
 def _backend(tokenizer, reach: int):
-    from evalkit.backends.base import Backend
-    from evalkit.taskapi.requests import Completion
-
-    class Reader(Backend):
-        """Reads the needle's value off the prompt when the needle sits within ``reach`` characters."""
-        name = "reader"
-
-        def __init__(self):
-            self.prompts = []
-
-        def identity(self):
-            return {"model": f"reader-{reach}"}
-
-        def tokenizer_encode(self, text):
-            return tokenizer(text, add_special_tokens=False).input_ids
-
-        def text_tokenizer(self):
-            return tokenizer
-
-        def loglikelihood(self, requests):
-            raise NotImplementedError
-
-        def generate(self, requests):
-            out = []
-            for r in requests:
-                self.prompts.append(r.prompt)
-                at = r.prompt.find("special magic numbers for ")
-                value = r.prompt[at:].split("is: ", 1)[1][:7] if 0 < at < reach else "none"
-                out.append([Completion(value, "stop")])
-            return out
-    return Reader()
+    """Reads the needle's value off the prompt when the needle sits within ``reach`` characters."""
+    def read(r):
+        at = r.prompt.find("special magic numbers for ")
+        return r.prompt[at:].split("is: ", 1)[1][:7] if 0 < at < reach else "none"
+    return ScriptedBackend(read, name="reader", identity={"model": f"reader-{reach}"}, tokenizer=tokenizer)
 
 
 def test_grid_record_and_determinism(tokenizer, tmp_path):

@@ -16,6 +16,7 @@ from evalkit.taskapi.data import DataError
 from evalkit.tasks.ruler import data, niah, qa
 from evalkit.tasks.ruler.suite import TASKS, stratified
 from evalkit.tasks.ruler.task import VARIANTS, postprocess
+from _fakes import ScriptedBackend
 
 pytest.importorskip("wonderwords")
 
@@ -60,40 +61,11 @@ def corpora():
 
 
 def _recorder(tokenizer, answer=lambda prompt: "", max_length=None):
-    from evalkit.backends.base import Backend
-    from evalkit.taskapi.requests import Completion
-
-    class Recorder(Backend):
-        """Answers ``answer(prompt)``; keeps every prompt; reports ``max_length`` as its context."""
-        name = "recorder"
-
-        def __init__(self):
-            self.prompts, self.budgets = [], {}
-
-        def identity(self):
-            return {"model": "recorder"}
-
-        @property
-        def max_length(self):
-            return max_length
-
-        def tokenizer_encode(self, text):
-            return tokenizer(text, add_special_tokens=False).input_ids
-
-        def text_tokenizer(self):
-            return tokenizer
-
-        def apply_chat_template(self, messages):
-            return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-
-        def loglikelihood(self, requests):
-            raise NotImplementedError
-
-        def generate(self, requests):
-            self.prompts += [r.prompt for r in requests]
-            self.budgets.update({r.prompt: r.params.max_tokens for r in requests})
-            return [[Completion(answer(r.prompt), "stop")] for r in requests]
-    return Recorder()
+    """Answers ``answer(prompt)``; keeps every request; reports ``max_length`` as its context."""
+    def template(messages):
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return ScriptedBackend(lambda r: answer(r.prompt), name="recorder", tokenizer=tokenizer, max_length=max_length,
+                           chat_template=template)
 
 
 def _sent(backend, rows) -> list:
@@ -252,7 +224,8 @@ def test_the_ruler_group_reports_rulers_average_and_curves(tokenizer):
     avg = entry.metrics["average"]
     assert avg.value == pytest.approx(sum(sum(v) / 2 for v in cells.values()) / 26) and avg.ci_low <= avg.value
     assert entry.metrics["score"].value == pytest.approx(avg.value)  # equal cells: pooled mean == average
-    budgets = {r["extra"]["variant"]: b.budgets[p] for r, p in zip(rows, _sent(b, rows))}
+    asked = {r.prompt: r.params.max_tokens for r in b.requests}
+    budgets = {r["extra"]["variant"]: asked[p] for r, p in zip(rows, _sent(b, rows))}
     assert [budgets[t] for t in ("niah_single_1", "ruler_vt", "ruler_cwe", "ruler_fwe", "ruler_qa_hotpotqa")] == [
         128, 30, 120, 50, 32]
 

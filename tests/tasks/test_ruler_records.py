@@ -10,6 +10,7 @@ import pytest
 
 import evalkit
 from evalkit.taskapi.items import content_hash
+from _fakes import ScriptedBackend
 
 pytest.importorskip("wonderwords")
 
@@ -25,34 +26,10 @@ def tokenizer(tiny_model_dir):
 
 
 def _recorder(tokenizer, name="recorder"):
-    from evalkit.backends.base import Backend
-    from evalkit.taskapi.requests import Completion
-
-    class Recorder(Backend):
-        """Answers nothing; keeps every prompt it was given."""
-
-        def __init__(self):
-            self.name, self.prompts = name, []
-
-        def identity(self):
-            return {"model": name}
-
-        def tokenizer_encode(self, text):
-            return tokenizer(text, add_special_tokens=False).input_ids
-
-        def text_tokenizer(self):
-            return tokenizer
-
-        def apply_chat_template(self, messages):
-            return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-
-        def loglikelihood(self, requests):
-            raise NotImplementedError
-
-        def generate(self, requests):
-            self.prompts += [r.prompt for r in requests]
-            return [[Completion("", "stop")] for _ in requests]
-    return Recorder()
+    """Answers nothing; keeps every prompt it was given."""
+    def template(messages):
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return ScriptedBackend("", name=name, tokenizer=tokenizer, chat_template=template)
 
 
 def _hashes(run) -> dict:

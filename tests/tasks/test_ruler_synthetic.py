@@ -12,6 +12,7 @@ from evalkit.tasks.ruler import synthetic
 from evalkit.tasks.ruler.synthetic import Draws
 
 import evalkit
+from _fakes import ScriptedBackend
 
 pytest.importorskip("wonderwords")
 
@@ -91,46 +92,24 @@ def test_item_seeding_gives_a_sample_whatever_the_number_asked(tokenizer):
 def test_the_tasks_score_a_scripted_model_per_length(tmp_path, tokenizer):
     """End to end without a model: a backend that answers with the first expected values it can read off
     the prompt (the chain's variables for vt) gets 1.0; one that answers nothing gets 0.0."""
-    from evalkit.backends.base import Backend
-    from evalkit.taskapi.requests import Completion
+    def chain(r) -> str:
+        if "assgined the value" not in r.prompt:
+            return ""
+        value = r.prompt.rsplit("assgined the value ", 1)[1].split(",")[0]
+        seen, names = {value}, []
+        main = r.prompt[r.prompt.rfind("Memorize and track"):]
+        for name, rhs in re.findall(r"VAR ([A-Z]+) = (?:VAR )?([A-Z]+|\d+)", main):
+            if rhs in seen:
+                seen.add(name)
+                names.append(name)
+        return " ".join(names)
 
-    class Scripted(Backend):
-        name = "scripted"
-
-        def __init__(self, right):
-            self.right = right
-
-        def identity(self):
-            return {"model": f"scripted-{self.right}"}
-
-        def tokenizer_encode(self, text):
-            return tokenizer(text, add_special_tokens=False).input_ids
-
-        def text_tokenizer(self):
-            return tokenizer
-
-        def loglikelihood(self, requests):
-            raise NotImplementedError
-
-        def generate(self, requests):
-            out = []
-            for r in requests:
-                text = ""
-                if self.right and "assgined the value" in r.prompt:
-                    value = r.prompt.rsplit("assgined the value ", 1)[1].split(",")[0]
-                    seen, chain = {value}, []
-                    main = r.prompt[r.prompt.rfind("Memorize and track"):]
-                    for name, rhs in re.findall(r"VAR ([A-Z]+) = (?:VAR )?([A-Z]+|\d+)", main):
-                        if rhs in seen:
-                            seen.add(name)
-                            chain.append(name)
-                    text = " ".join(chain)
-                out.append([Completion(text, "stop")])
-            return out
+    def chain_reader(right: bool) -> ScriptedBackend:
+        return ScriptedBackend(chain if right else "", identity={"model": f"scripted-{right}"}, tokenizer=tokenizer)
 
     args = {"ruler_vt": {"lengths": "1024+2048", "samples": 2}}
-    good = evalkit.evaluate(model=Scripted(True), tasks=["ruler_vt"], output=None, cache=False, task_args=args)
-    bad = evalkit.evaluate(model=Scripted(False), tasks=["ruler_vt"], output=None, cache=False, task_args=args)
+    good = evalkit.evaluate(model=chain_reader(True), tasks=["ruler_vt"], output=None, cache=False, task_args=args)
+    bad = evalkit.evaluate(model=chain_reader(False), tasks=["ruler_vt"], output=None, cache=False, task_args=args)
     entry = good.tasks["ruler_vt"]
     assert set(entry.breakdowns) == {"length:1024", "length:2048"}
     assert entry.metrics["score"].value == 1.0 and bad.tasks["ruler_vt"].metrics["score"].value == 0.0

@@ -15,9 +15,9 @@ import json
 import pytest
 
 import evalkit
-from evalkit.backends.base import Backend
 from evalkit.taskapi.requests import Completion
 from conftest import evalkit_cli
+from _fakes import ScriptedBackend
 from evalkit.tasks.tau2 import data, evaluate
 from evalkit.taskapi.registry import get_task_class
 
@@ -28,49 +28,32 @@ def tag(system_prompt: str) -> str:
     return "task " + hashlib.sha1(system_prompt.encode()).hexdigest()[:12]
 
 
-class Chat(Backend):
+def chat(model: str, reply) -> ScriptedBackend:
     """A scripted chat model: ``reply(messages)`` gives (text, tool calls) for each model turn."""
-
-    name = "scripted-chat"
-
-    def identity(self):
-        return {"model": type(self).__name__}
-
-    def loglikelihood(self, requests):
-        raise NotImplementedError
-
-    def generate(self, requests):
-        raise NotImplementedError
-
-    def tool_chat(self, requests):
-        out = []
-        for r in requests:
-            text, calls = self.reply(r.message_dicts())
-            out.append([Completion(text, "stop", tool_calls=calls, content=text)])
-        return out
+    def turn(r):
+        text, calls = reply(r.message_dicts())
+        return Completion(text, "stop", tool_calls=calls, content=text)
+    return ScriptedBackend(turn, name="scripted-chat", identity={"model": model})
 
 
-class GoldAgent(Chat):
+def gold_agent(tasks_by_tag: dict) -> ScriptedBackend:
     """Plays each task's gold actions as tool calls, then tells the customer what it must communicate."""
-
-    def __init__(self, tasks_by_tag: dict):
-        self.tasks = tasks_by_tag
-
-    def reply(self, msgs):
-        task = self.tasks[next(m["content"] for m in msgs if m["role"] == "user")]
+    def reply(msgs):
+        task = tasks_by_tag[next(m["content"] for m in msgs if m["role"] == "user")]
         done = sum(1 for m in msgs if m["role"] == "assistant" and m.get("tool_calls"))
         actions = evaluate.gold_actions(task)
         if done < len(actions):
             return "", [{"name": actions[done]["name"], "arguments": actions[done]["arguments"]}]
         return "Done. " + " ".join(task["evaluation_criteria"].get("communicate_info") or []), []
+    return chat("GoldAgent", reply)
 
 
-class Customer(Chat):
+def customer() -> ScriptedBackend:
     """Names its task (a hash of its scenario), then stops once the agent answered."""
-
-    def reply(self, msgs):
+    def reply(msgs):
         said = sum(m["role"] == "assistant" for m in msgs)
         return (tag(msgs[0]["content"]) if said == 0 else "Thanks. ###STOP###"), []
+    return chat("Customer", reply)
 
 
 def tasks_by_tag(domain: str) -> dict:
@@ -84,7 +67,7 @@ def test_gold_actions_played_by_the_agent_get_reward_1_on_every_task(domain):
     by_tag = tasks_by_tag(domain)
     n = len(data.load_domain(domain).tasks)
     assert len(by_tag) == n == {"airline": 50, "retail": 114}[domain]
-    run = evalkit.evaluate(model=GoldAgent(by_tag), user_model=Customer(), tasks=[f"tau2_{domain}"], output=None,
+    run = evalkit.evaluate(model=gold_agent(by_tag), user_model=customer(), tasks=[f"tau2_{domain}"], output=None,
                            cache=False)
     rows = run.samples[f"tau2_{domain}"]
     assert len(rows) == n

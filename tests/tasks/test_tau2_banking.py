@@ -20,7 +20,7 @@ from evalkit.tasks.tau2 import data, evaluate
 
 import evalkit
 from tests.tasks.test_tau2 import tasks_by_tag
-from tests.tasks.test_tau2_telecom import GoldAgent, GoldCustomer
+from tests.tasks.test_tau2_telecom import gold_agent, gold_customer
 
 pytest.importorskip("inspect_evals", reason="τ²-bench's data ships in inspect-evals (pip install --no-deps)")
 DOMAIN = "banking_knowledge"
@@ -32,8 +32,8 @@ def play_gold(monkeypatch, ids):
                         lambda self: [d for d in self.load_docs("base") if d.id in ids])
     by_tag = tasks_by_tag(DOMAIN)
     assert len(by_tag) == len(ids)
-    return evalkit.evaluate(model=GoldAgent(by_tag), user_model=GoldCustomer(by_tag), tasks=["tau2_banking_knowledge"],
-                           output=None, cache=False)
+    return evalkit.evaluate(model=gold_agent(by_tag), user_model=gold_customer(by_tag),
+                            tasks=["tau2_banking_knowledge"], output=None, cache=False)
 
 
 def check_all_pass(run, n: int):

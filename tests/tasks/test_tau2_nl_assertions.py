@@ -8,12 +8,11 @@ import json
 import pytest
 
 import evalkit
-from evalkit.backends.base import Backend
 from evalkit.taskapi.agent import Transcript
-from evalkit.taskapi.requests import Completion
 from evalkit.tasks.tau2 import nl_assertions as nl
 
-from test_tau2 import Customer, GoldAgent, tasks_by_tag
+from _fakes import ScriptedBackend
+from test_tau2 import customer, gold_agent, tasks_by_tag
 
 pytest.importorskip("inspect_evals", reason="τ²-bench's data ships in inspect-evals (pip install --no-deps)")
 
@@ -46,46 +45,33 @@ def test_verdicts_as_tau2_bench_reads_them():
     assert nl.verdict("I think the agent did fine.") == {"met": False, "checks": [], "status": "unparsed"}
 
 
-class Judge(Backend):
+def _verdicts(r) -> str:
+    user = r.messages[-1][1]
+    names = eval(user.rsplit("expectedOutcomes:\n", 1)[1].strip())  # the Python list τ²-bench writes
+    met = user.count("\nassistant: None") <= 2 and "Done." in user
+    return json.dumps({"results": [{"expectedOutcome": a, "reasoning": "-", "metExpectation": met} for a in names]})
+
+
+def scripted_judge() -> ScriptedBackend:
     """Meets every assertion when the agent made at most two tool calls (a rule that splits the first tasks)."""
-
-    name = "scripted-judge"
-
-    def __init__(self):
-        self.asked = 0
-
-    def identity(self):
-        return {"model": "judge"}
-
-    def loglikelihood(self, requests):
-        raise NotImplementedError
-
-    def generate(self, requests):
-        out = []
-        for r in requests:
-            self.asked += 1
-            user = r.messages[-1][1]
-            names = eval(user.rsplit("expectedOutcomes:\n", 1)[1].strip())  # the Python list τ²-bench writes
-            met = user.count("\nassistant: None") <= 2 and "Done." in user
-            out.append([Completion(json.dumps({"results": [{"expectedOutcome": a, "reasoning": "-", "metExpectation": met}
-                                                           for a in names]}), "stop")])
-        return out
+    return ScriptedBackend(_verdicts, name="scripted-judge", identity={"model": "judge"})
 
 
 def test_judged_run(tmp_path):
     by_tag = tasks_by_tag("airline")
-    judge = Judge()
-    common = dict(model=GoldAgent(by_tag), user_model=Customer(), tasks=["tau2_airline"], limit=6,
+    judge = scripted_judge()
+    common = dict(model=gold_agent(by_tag), user_model=customer(), tasks=["tau2_airline"], limit=6,
                   cache_dir=str(tmp_path / "cache"), output=str(tmp_path / "results"))
     run = evalkit.evaluate(judge=judge, **common)
     rows = run.samples["tau2_airline"]
-    assert judge.asked == 6 and run.judge["identity"] == {"model": "judge"} and run.judge_engine["computed"] == 6
+    assert len(judge.requests) == 6 and run.judge["identity"] == {"model": "judge"}
+    assert run.judge_engine["computed"] == 6
     vals = [r["metrics"]["nl_assertions"] for r in rows]
     assert vals == [1.0, 1.0, 0.0, 1.0, 0.0, 1.0]  # the first six tasks have 0, 2, 4, 2, 6, 1 gold actions
     assert run.tasks["tau2_airline"].metrics["nl_assertions"].value == pytest.approx(sum(vals) / 6)
     assert all(r["metrics"]["reward"] == 1.0 for r in rows), "not in the reward unless asked"
     assert all(r["extra"]["nl_judge_status"] == "judged" and r["extra"]["nl_assertion_checks"] for r in rows)
-    again = evalkit.evaluate(judge=Judge(), task_args={"tau2_airline": {"nl_in_reward": "true"}}, **common)
+    again = evalkit.evaluate(judge=scripted_judge(), task_args={"tau2_airline": {"nl_in_reward": "true"}}, **common)
     assert again.judge_engine["cached"] == 6 and again.judge_engine.get("computed", 0) == 0
     assert [r["metrics"]["reward"] for r in again.samples["tau2_airline"]] == vals
     plain = evalkit.evaluate(**common)
@@ -99,9 +85,9 @@ def test_the_assertions_are_a_judged_metric_of_the_shared_layer(tmp_path):
     figures in the task's entry, as every judged benchmark has them; several trials: one record
     with a verdict per trial."""
     by_tag = tasks_by_tag("airline")
-    common = dict(model=GoldAgent(by_tag), user_model=Customer(), tasks=["tau2_airline"], limit=3,
+    common = dict(model=gold_agent(by_tag), user_model=customer(), tasks=["tau2_airline"], limit=3,
                   cache_dir=str(tmp_path / "cache"), output=None)
-    run = evalkit.evaluate(judge=Judge(), **common)
+    run = evalkit.evaluate(judge=scripted_judge(), **common)
     rows = run.samples["tau2_airline"]
     for r in rows:
         rec = r["extra"]["judged"]["nl_assertions"]
@@ -109,7 +95,7 @@ def test_the_assertions_are_a_judged_metric_of_the_shared_layer(tmp_path):
         assert rec["verdicts"]["nl"]["met"] == bool(r["metrics"]["nl_assertions"]) and len(rec["prompt_sha256"]) == 64
     rel = run.tasks["tau2_airline"].extra["judge"]["nl_assertions"]
     assert rel["asks"] == 3 and rel["parse_failures"] == 0 and rel["kind"] == "reference"
-    twice = evalkit.evaluate(judge=Judge(), task_args={"tau2_airline": {"trials": 2}}, **common)
+    twice = evalkit.evaluate(judge=scripted_judge(), task_args={"tau2_airline": {"trials": 2}}, **common)
     for r, one in zip(twice.samples["tau2_airline"], rows):
         rec = r["extra"]["judged"]["nl_assertions"]
         assert rec["asks"] == 2 and set(rec["verdicts"]) == {"0:nl", "1:nl"} and rec["answers"] == 2

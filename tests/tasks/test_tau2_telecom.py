@@ -20,7 +20,8 @@ import pytest
 
 import evalkit
 from evalkit.tasks.tau2 import data, evaluate
-from tests.tasks.test_tau2 import Chat, tasks_by_tag
+from _fakes import ScriptedBackend
+from tests.tasks.test_tau2 import chat, tasks_by_tag
 
 pytest.importorskip("inspect_evals", reason="τ²-bench's data ships in inspect-evals (pip install --no-deps)")
 
@@ -37,16 +38,12 @@ def blocks(task: dict) -> list:
     return out
 
 
-class GoldAgent(Chat):
+def gold_agent(by_tag: dict) -> ScriptedBackend:
     """Makes the agent's gold actions; before each run of customer actions, asks for them."""
-
-    def __init__(self, by_tag: dict):
-        self.tasks = by_tag
-
-    def reply(self, msgs):
+    def reply(msgs):
         users = [m for m in msgs if m["role"] == "user"]
         assert all("requestor" not in m and "tool_calls" not in m for m in users)  # the customer's tool use is hidden
-        task = self.tasks[users[0]["content"]]
+        task = by_tag[users[0]["content"]]
         done = sum(1 for m in msgs if m["role"] == "assistant" and m.get("tool_calls"))
         answered = len(users) - 1
         for side, run in blocks(task):
@@ -59,20 +56,17 @@ class GoldAgent(Chat):
             else:
                 return "Please do on your phone: " + ", ".join(a["name"] for a in run), []
         return "Everything is fixed now.", []
+    return chat("GoldAgent", reply)
 
 
-class GoldCustomer(Chat):
+def gold_customer(by_tag: dict) -> ScriptedBackend:
     """Names its task, then makes each run of its gold actions when asked, one call per reply."""
-
-    def __init__(self, by_tag: dict):
-        self.tasks = by_tag
-
-    def reply(self, msgs):
+    def reply(msgs):
         tag = "task " + hashlib.sha1(msgs[0]["content"].encode()).hexdigest()[:12]
         mine = [m for m in msgs if m["role"] == "assistant"]
         if not mine:
             return tag, []
-        task = self.tasks[tag]
+        task = by_tag[tag]
         asked = sum(m["role"] == "user" for m in msgs) - 1  # the agent's messages after its greeting
         runs = [run for side, run in blocks(task) if side == "user"]
         todo = [a for run in runs[:asked] for a in run]
@@ -80,6 +74,7 @@ class GoldCustomer(Chat):
         if done < len(todo):
             return "", [{"name": todo[done]["name"], "arguments": todo[done]["arguments"]}]
         return ("Thanks. ###STOP###" if asked > len(runs) else "Done."), []
+    return chat("GoldCustomer", reply)
 
 
 def sample_tasks(n_full: int = 16) -> list:
@@ -114,7 +109,7 @@ def test_gold_actions_of_agent_and_customer_get_reward_1(monkeypatch):
                             lambda self, g=group: [d for d in self.load_docs("full") if d.id in g])
         by_tag = tasks_by_tag("telecom")
         assert len(by_tag) == len(group)
-        run = evalkit.evaluate(model=GoldAgent(by_tag), user_model=GoldCustomer(by_tag), tasks=["tau2_telecom"],
+        run = evalkit.evaluate(model=gold_agent(by_tag), user_model=gold_customer(by_tag), tasks=["tau2_telecom"],
                                output=None, cache=False)
         rows += run.samples["tau2_telecom"]
         m = run.tasks["tau2_telecom"].metrics
