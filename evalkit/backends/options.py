@@ -41,7 +41,11 @@ DATA_PARALLEL = {
 class BackendOptions:
     """Shared parsing for the option dataclasses below."""
     backend: ClassVar[str] = ""
-    summary: ClassVar[str] = ""
+
+    @classmethod
+    def summary(cls) -> str:
+        """What the backend is: its docstring after the ``--model`` form."""
+        return cls.__doc__.split("``: ", 1)[1].strip()
 
     @classmethod
     def keys(cls) -> list:
@@ -204,7 +208,6 @@ _TRUST = "run the model repository's own Python code (transformers' trust_remote
 class HFOptions(BackendOptions):
     """``--model hf:...``: transformers in this process."""
     backend: ClassVar[str] = "hf"
-    summary: ClassVar[str] = "transformers in this process"
     revision: Optional[str] = opt(None, _REVISION)
     dtype: str = opt("auto", _DTYPE, choices=DTYPES)
     device: str = opt("auto", "auto, cpu, cuda, cuda:N or mps", check=lambda v, flag: check_device(str(v), flag))
@@ -229,7 +232,6 @@ class HFOptions(BackendOptions):
 class VLLMOptions(BackendOptions):
     """``--model vllm:...``: one offline vLLM engine (CPU build or GPU build)."""
     backend: ClassVar[str] = "vllm"
-    summary: ClassVar[str] = "one offline vLLM engine (CPU build or GPU build)"
     revision: Optional[str] = opt(None, _REVISION)
     dtype: str = opt("auto", _DTYPE, choices=DTYPES)
     max_model_len: Optional[int] = opt(None, "the engine's context length; default: the model's", "int", 1)
@@ -260,7 +262,6 @@ class VLLMOptions(BackendOptions):
 class OpenAIOptions(BackendOptions):
     """``--model openai:...``: any OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp, OpenAI)."""
     backend: ClassVar[str] = "openai"
-    summary: ClassVar[str] = "any OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp, OpenAI)"
     base_url: Optional[str] = opt(None, "the API root; default $OPENAI_BASE_URL, else api.openai.com/v1")
     api_key_env: str = opt("OPENAI_API_KEY", "the environment variable holding the API key")
     concurrency: int = opt(8, "requests in flight at once", "int", 1)
@@ -286,7 +287,7 @@ OPTIONS = {"hf": HFOptions, "vllm": VLLMOptions, "openai": OpenAIOptions}
 
 def markdown_table(prefix: str) -> str:
     """The backend's options as a Markdown table (the CLI reference)."""
-    lines = [f"`--model {prefix}:MODEL --model-args k=v,...`: {OPTIONS[prefix].summary}.",
+    lines = [f"`--model {prefix}:MODEL --model-args k=v,...`: {OPTIONS[prefix].summary()}",
              "", "| key | value | default | what it does |", "| --- | --- | --- | --- |"]
     for key, kind, default, help_ in OPTIONS[prefix].describe():
         shown = "" if default is None else f"`{str(default).lower() if isinstance(default, bool) else default}`"
