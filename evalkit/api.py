@@ -27,6 +27,7 @@ sample rows of each task as ``run.samples`` ({task: [row, ...]}) and the record'
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
@@ -44,16 +45,26 @@ def _is_transformers_model(obj) -> bool:
     return hasattr(obj, "state_dict") and hasattr(obj, "config") and hasattr(obj, "generate")
 
 
-def make_model_backend(model, tokenizer=None, model_args: Optional[dict] = None):
-    """(backend, spec string for the record, whether evaluate owns the backend and closes it)."""
+#: the roles beside the model: (option, its options' option, the role's name)
+ROLES = (("user_model", "user_model_args", "simulated user"), ("judge", "judge_args", "judge"),
+         ("second_judge", "second_judge_args", "second judge"))
+#: the options that make the run's config (``evalkit.run.config_builder``), by the names it takes
+CONFIG_OPTIONS = ("num_fewshot", "seed", "apply_chat_template", "fewshot_as_multiturn", "system_prompt", "data",
+                  "fewshot_data", "task_args", "shard", "tags", "include_path", "tool_parser", "repeats",
+                  "thinking_budgets", "forced_answer_tokens")
+
+
+def make_model_backend(model, tokenizer=None, model_args: Optional[dict] = None,
+                       role: tuple = ("model", "model", "model_args")) -> tuple:
+    """(backend, spec string for the record, whether evaluate owns the backend and closes it); a spec
+    string is a ``ModelRole`` (``role``: its name, option and options' option, named in errors)."""
     from evalkit.backends.base import Backend
     args = dict(model_args or {})
     if isinstance(model, tuple) and len(model) == 2:
         model, tokenizer = model
     if isinstance(model, str):
-        from evalkit.backends import make_backend, split_spec
-        split_spec(model)
-        return make_backend(model, args), model, True
+        from evalkit.run.roles import ModelRole
+        return ModelRole.of(role[0], model, args, role[1], role[2]).make(), model, True
     if isinstance(model, Backend):
         return model, getattr(model, "spec", model.name), False
     if _is_vllm_llm(model):
@@ -72,47 +83,40 @@ def make_model_backend(model, tokenizer=None, model_args: Optional[dict] = None)
 
 
 def _config(tasks, limit, o: dict):
-    from evalkit.taskapi import registry
-    from evalkit.run import validation
-    from evalkit.run.config import RunConfig
-    for p in ([o["include_path"]] if isinstance(o.get("include_path"), str) else o.get("include_path") or []):
-        registry.include_path(str(p))
-    names = registry.expand([tasks] if isinstance(tasks, str) else list(tasks))
+    from evalkit.run.config_builder import build_config
+    if limit is not None and not (isinstance(limit, (int, float)) and (limit >= 1 or 0 < limit < 1)):
+        raise ValueError(f"limit={limit!r}: expected a number of docs >= 1 or a fraction in (0, 1)")
+    include = o.get("include_path")
     gen = dict(o.get("gen_kwargs") or {})
     if gen:
         from evalkit.lm_eval_io.gen_kwargs import to_evalkit_gen
         gen, _ = to_evalkit_gen(gen, strict=True)  # evalkit's keys and lm-eval's (max_gen_toks, until, ...)
-        validation.check_gen_overrides({k: v for k, v in gen.items() if k != "stop"}, "gen_kwargs")
-    gen = validation.merge_repeats(gen, o.get("repeats"), "repeats")
-    validation.check_num_fewshot(o.get("num_fewshot"), "num_fewshot")
-    if limit is not None and not (isinstance(limit, (int, float)) and (limit >= 1 or 0 < limit < 1)):
-        raise ValueError(f"limit={limit!r}: expected a number of docs >= 1 or a fraction in (0, 1)")
-    data = {k: str(v) for k, v in (o.get("data") or {}).items()}
-    task_opts = {k: dict(v) for k, v in (o.get("task_args") or {}).items()}
-    validation.check_task_options(task_opts)
-    forcing = None
-    if o.get("thinking_budgets") is not None:
-        from evalkit.run.budget_forcing import BudgetForcing
-        forcing = BudgetForcing.parse(o["thinking_budgets"], o.get("forced_answer_tokens"),
-                                      "thinking_budgets").to_record()
-    elif o.get("forced_answer_tokens") is not None:
-        raise ValueError("forced_answer_tokens applies with thinking_budgets")
-    return RunConfig(tasks=names, limit=limit, seed=int(o.get("seed", 1234)), num_fewshot=o.get("num_fewshot"),
-                     apply_chat_template=bool(o.get("apply_chat_template")), system_prompt=o.get("system_prompt"),
-                     data_paths=data, task_options=task_opts, gen_overrides=gen,
-                     shard=tuple(o["shard"]) if o.get("shard") else None, tags=list(o.get("tags") or []),
-                     fewshot_paths={k: str(v) for k, v in (o.get("fewshot_data") or {}).items()},
-                     fewshot_as_multiturn=o.get("fewshot_as_multiturn"), tool_parser=o.get("tool_parser"),
-                     budget_forcing=forcing)
+    return build_config([tasks] if isinstance(tasks, str) else list(tasks), limit=limit, lm_eval_gen=gen,
+                        **{k: o[k] for k in CONFIG_OPTIONS if k in o},
+                        **({"include_path": [include]} if isinstance(include, str) else {}))
+
+
+def _roles(options: dict) -> list:
+    """The simulated user, the judge and the second judge that were given: (option names, model, args);
+    options of a role not given are refused."""
+    from evalkit.run.roles import ModelRole
+    out = []
+    for key, args_key, name in ROLES:
+        if options.get(key) is None:
+            ModelRole.of(name, None, options.get(args_key) or {}, key, args_key)
+        else:
+            out.append(((name, key, args_key), options[key], dict(options.get(args_key) or {})))
+    return out
 
 
 def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, None] = None, **options):
     """Evaluate ``model`` on ``tasks``; returns the run record (see the module docstring)."""
-    from evalkit.run.cache import NullCache, ResponseCache
     from evalkit.run.runner import evaluate as run_evaluation, load_tasks
+    from evalkit.run.roles import Bound
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise TypeError(f"evalkit.evaluate: unknown option(s) {', '.join(unknown)}; known: {', '.join(OPTIONS)}")
+    roles = _roles(options)
     config = _config(tasks, limit, options)
     task_runs = load_tasks(config)  # data errors before any model work
     from evalkit.run.judge_phase import check
@@ -122,51 +126,44 @@ def evaluate(model, tasks: Union[str, Sequence[str]], limit: Union[int, float, N
     thinking = pop_options(model_args)   # trace markers (think_start=...) are the run's, not the backend's
     if thinking:
         config.thinking = {**config.thinking, **thinking}
-    output = options.get("output", "results")
-    if options.get("cache", True) is False:
-        cache = NullCache()
-    else:
-        cache_dir = options.get("cache_dir")
-        cache = ResponseCache(Path(cache_dir) / "responses.sqlite" if cache_dir else None)
+    cache, made = _open_cache(options), []  # made: (Bound, whether evaluate owns it)
     try:
         backend, spec, owned = make_model_backend(model, options.get("tokenizer"), model_args)
-    except BaseException:
+        made.append((Bound(backend, spec, model_args), owned))
+        bound = {}  # option name: the role as the run takes it
+        for role, given, args in roles:
+            b, s, own = make_model_backend(given, None, args, role)
+            bound[role[1]] = Bound(b, s, args)
+            made.append((bound[role[1]], own))
+        with _eval_mode(backend, owned):
+            return run_evaluation(backend, config, cache, options.get("output", "results"), model_spec=spec,
+                                  model_args=model_args, progress=bool(options.get("progress")), task_runs=task_runs,
+                                  user=bound.get("user_model"), judge=bound.get("judge"),
+                                  second_judge=bound.get("second_judge"))
+    finally:
+        for b, own in made:
+            if own:
+                b.backend.close()
         cache.close()
-        raise
-    extra = {}  # the user model and the judge: (backend, spec, owned)
-    for role in ("user_model", "judge", "second_judge"):
-        if options.get(role) is None:
-            continue
-        try:
-            extra[role] = make_model_backend(options[role], None, dict(options.get(f"{role}_args") or {}))
-        except BaseException:
-            for b, _, own in ([(backend, spec, owned)] + list(extra.values())):
-                if own:
-                    b.close()
-            cache.close()
-            raise
-    user_backend, user_spec, user_owned = extra.get("user_model", (None, "", False))
-    judge_backend, judge_spec, judge_owned = extra.get("judge", (None, "", False))
-    second_backend, second_spec, second_owned = extra.get("second_judge", (None, "", False))
+
+
+def _open_cache(options: dict):
+    from evalkit.run.cache import NullCache, ResponseCache
+    if options.get("cache", True) is False:
+        return NullCache()
+    cache_dir = options.get("cache_dir")
+    return ResponseCache(Path(cache_dir) / "responses.sqlite" if cache_dir else None)
+
+
+@contextmanager
+def _eval_mode(backend, owned: bool):
+    """A caller's torch model in eval mode while it is scored (dropout off); its own mode comes back after."""
     torch_model = getattr(backend, "_model", None) if not owned else None
     was_training = bool(getattr(torch_model, "training", False))
     if was_training:
-        torch_model.eval()  # dropout off while scoring; the caller's mode comes back afterwards
+        torch_model.eval()
     try:
-        run = run_evaluation(backend, config, cache, output, model_spec=spec,
-                             model_args={k: v for k, v in model_args.items()}, progress=bool(options.get("progress")),
-                             task_runs=task_runs, user_backend=user_backend, user_model_spec=user_spec,
-                             user_model_args=dict(options.get("user_model_args") or {}), judge_backend=judge_backend,
-                             judge_spec=judge_spec, judge_args=dict(options.get("judge_args") or {}),
-                             second_judge=(second_backend, second_spec, dict(options.get("second_judge_args") or {}))
-                             if second_backend is not None else None)
+        yield
     finally:
         if was_training:
             torch_model.train()
-        if owned:
-            backend.close()
-        for b, own in ((user_backend, user_owned), (judge_backend, judge_owned), (second_backend, second_owned)):
-            if own:
-                b.close()
-        cache.close()
-    return run

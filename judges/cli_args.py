@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 
-from evalkit.backends import parse_model_args, split_spec
 
 from .contestants import imported, parse_models
 from .templates import TemplateSet, parse_roles
@@ -70,21 +69,26 @@ def contestants_from(args, flag_values) -> list:
 
 def judge_setup(args) -> tuple:
     """(judge model args, judge options, template set), all checked before any model loads."""
-    if args.judge.startswith("reward:"):  # a reward model as the judge (evalkit.judges.reward_judge)
-        from evalkit.backends.reward_catalog import split_reward_spec
-        split_reward_spec(args.judge[len("reward:"):], "--judge reward:")
-    else:
-        split_spec(args.judge)
     if "@" in args.judge:
         raise ValueError(f"--judge {args.judge!r}: a judge takes no @overrides (it always decodes greedily)")
     if args.limit is not None and args.limit < 1:
         raise ValueError("--limit must be >= 1")
-    judge_args = None if args.judge_args is None else parse_model_args(args.judge_args)
+    judge = judge_role(args.judge, args.judge_args)
+    judge_args = None if args.judge_args is None else judge.args
     if args.judge_max_tokens < 1:
         raise ValueError(f"--judge-max-tokens {args.judge_max_tokens}: expected an integer >= 1")
     options = {"max_tokens": args.judge_max_tokens, "retries": args.judge_retries, "constrain": args.constrain}
     templates = TemplateSet(args.judge_prompts, parse_roles(args.judge_template))
     return judge_args, options, templates
+
+
+def judge_role(spec: str, args_text):
+    """The judge (``--judge``, ``--judge-args``) checked before any model loads: a model, or with
+    ``reward:`` a reward model (its margin= is the judge's own option)."""
+    from evalkit.run.roles import ModelRole, RewardRole
+    if spec.startswith("reward:"):
+        return RewardRole.of("reward judge", spec[len("reward:"):], args_text or "", "--judge reward:", "--judge-args")
+    return ModelRole.of("judge", spec, args_text or "", "--judge", "--judge-args")
 
 
 def question_ids(args):

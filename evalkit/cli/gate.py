@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Optional
 
 from evalkit.taskapi import registry
 from evalkit.backends import make_backend, parse_model_args, split_spec
@@ -25,6 +26,8 @@ from evalkit.cli.gate_inputs import check_data_source, run_folder
 from evalkit.compare import compare_runs
 from evalkit.compare.report import FORMATS
 from evalkit.records import load_run
+from evalkit.run.config_builder import PYTHON, build_config
+from evalkit.run.roles import ModelRole
 from evalkit.run.runner import RunConfig, evaluate
 
 TOP_KEYS = {"baseline", "baseline_model", "baseline_model_args", "tasks", "limit", "seed", "num_fewshot",
@@ -215,24 +218,25 @@ def config_from_toml(cfg: dict) -> RunConfig:
     if not cfg.get("tasks") and suite is None:
         raise EvalkitError("with baseline_model the config must list `tasks` (or name a `suite`)")
     listed = cfg.get("tasks") or []
-    tasks = registry.expand((suite.task_names() if suite else []) + (listed if isinstance(listed, list) else [listed]))
-    st = suite.settings if suite else {}
-    shard = cfg.get("shard")
-    return RunConfig(tasks=tasks, limit=cfg.get("limit"), seed=int(cfg.get("seed", 1234)),
-                     num_fewshot=cfg.get("num_fewshot", st.get("num_fewshot")),
-                     apply_chat_template=bool(cfg.get("apply_chat_template", st.get("apply_chat_template"))),
-                     fewshot_as_multiturn=st.get("fewshot_as_multiturn"), system_prompt=cfg.get("system_prompt"),
-                     data_paths={**{k: _path(cfg, v) for k, v in cfg.get("data", {}).items()},
-                                 **cfg.get("_cli_data", {})},
-                     fewshot_paths={k: _path(cfg, v) for k, v in cfg.get("fewshot_data", {}).items()},
-                     task_options={**{t.name: dict(t.task_args) for t in (suite.tasks if suite else ()) if t.task_args},
-                                   **{k: _kv(v) for k, v in cfg.get("task_args", {}).items()}},
-                     gen_overrides={**st.get("gen_kwargs", {}), **_kv(cfg.get("gen_kwargs"))},
-                     shard=tuple(shard) if shard else None, tags=["gate"], suite=suite.to_record() if suite else None)
+    return build_config(listed if isinstance(listed, list) else [listed], PYTHON, suite, tags=["gate"],
+                        **{k: cfg.get(k) for k in ("limit", "seed", "num_fewshot", "apply_chat_template",
+                                                   "system_prompt", "shard")},
+                        data={**{k: _path(cfg, v) for k, v in cfg.get("data", {}).items()}, **cfg.get("_cli_data", {})},
+                        fewshot_data={k: _path(cfg, v) for k, v in cfg.get("fewshot_data", {}).items()},
+                        task_args={k: _kv(v) for k, v in cfg.get("task_args", {}).items()},
+                        gen_kwargs=_kv(cfg.get("gen_kwargs")))
+
+
+def model_role(role: str, spec: Optional[str], model_args, spec_flag: str, args_flag: str) -> ModelRole:
+    """A model the gate evaluates, checked before any model loads (its trace markers are the run's,
+    not the backend's); options without the model are refused."""
+    from evalkit.scoring.thinking import pop_options
+    model_args = _kv(model_args)
+    pop_options(model_args)
+    return ModelRole.of(role, spec, model_args, spec_flag, args_flag)
 
 
 def run_model(spec: str, model_args: dict, config: RunConfig, cache, output: str) -> str:
-    split_spec(spec)
     from evalkit.scoring.thinking import pop_options
     model_args = dict(model_args)
     thinking = pop_options(model_args)   # trace markers are the run's, not the backend's
@@ -292,20 +296,8 @@ def run(args) -> int:
         opts = options_from(args, section)
     except ValueError as e:
         raise EvalkitError(f"{where}: [compare] {e}") from None
-    cand = cfg.get("candidate", {})
-    spec = args.candidate or cand.get("model")
-    saved = args.candidate_run or (_path(cfg, cand["run"]) if cand.get("run") and not args.candidate else None)
-    if args.candidate and args.candidate_run:
-        raise EvalkitError("pass either --candidate (evaluate a model) or --candidate-run (a saved run), not both")
-    saved = run_folder(saved, "candidate run") if saved else None
-    if not spec and not saved:
-        raise EvalkitError("no candidate: pass --candidate BACKEND:MODEL, --candidate-run RUN_DIR, "
-                           "or set [candidate] model / run")
+    model, saved = candidate_of(args, cfg)
     from evalkit.run import validation
-    if not saved:
-        model_args = parse_model_args(args.candidate_args, "--candidate-args") if args.candidate_args is not None \
-            else _kv(cand.get("model_args"))
-        validation.check_model_args(split_spec(spec)[0], model_args, "--candidate-args / [candidate] model_args")
     output = args.output or (_path(cfg, cfg["output"]) if cfg.get("output") else "results")
     validation.check_output_dir(output, "--output / output")
     cache_dir = args.cache_dir or (_path(cfg, cfg["cache_dir"]) if cfg.get("cache_dir") else None)
@@ -314,25 +306,11 @@ def run(args) -> int:
     cache = (NullCache() if args.no_cache or no_model
              else ResponseCache(Path(cache_dir) / "responses.sqlite" if cache_dir else None))
     try:
-        baseline = args.baseline or (_path(cfg, cfg["baseline"]) if cfg.get("baseline") else None)
-        if baseline:
-            baseline = run_folder(baseline, "--baseline" if args.baseline else f"{where}: baseline")
-            config = config_from_record(load_run(baseline), cfg)
-        elif cfg.get("baseline_model"):
-            config = config_from_toml(cfg)
-            baseline = run_model(cfg["baseline_model"], _kv(cfg.get("baseline_model_args")), config, cache, output)
-        else:
-            raise EvalkitError("the config needs `baseline` (a run folder) or `baseline_model`")
+        baseline, config = baseline_of(args, cfg, where, cache, output)
         check_primary(load_run(baseline), opts, where)
-        extra_gen = {**_kv(cand.get("gen_kwargs")), **parse_model_args(args.gen_kwargs)}
-        bad = set(extra_gen) - GEN_KEYS
-        if bad:
-            raise EvalkitError(f"candidate gen_kwargs: unknown {', '.join(sorted(bad))}; allowed: {', '.join(sorted(GEN_KEYS))}")
-        config.gen_overrides = {**config.gen_overrides, **extra_gen}
-        if saved:
-            candidate = str(load_run(saved).path)   # a saved record: compare's alignment checks data and prompts
-        else:
-            candidate = run_model(spec, model_args, config, cache, output)
+        config.gen_overrides = {**config.gen_overrides, **candidate_gen(args, cfg.get("candidate", {}))}
+        # a saved record: compare's alignment checks data and prompts
+        candidate = str(load_run(saved).path) if saved else run_model(*model, config, cache, output)
     finally:
         cache.close()
     if opts.tasks is None:
@@ -340,3 +318,51 @@ def run(args) -> int:
     comparison = compare_runs(baseline, candidate, opts)
     emit(comparison, fmt, report, extra_reports(args))
     return comparison.exit_code
+
+
+def candidate_of(args, cfg: dict) -> tuple:
+    """((spec, model args), None) for a candidate model, checked before any model loads, or
+    (None, run folder) for a saved candidate run."""
+    cand = cfg.get("candidate", {})
+    spec = args.candidate or cand.get("model")
+    if args.candidate and args.candidate_run:
+        raise EvalkitError("pass either --candidate (evaluate a model) or --candidate-run (a saved run), not both")
+    saved = args.candidate_run or (_path(cfg, cand["run"]) if cand.get("run") and not args.candidate else None)
+    saved = run_folder(saved, "candidate run") if saved else None
+    if not spec and not saved:
+        raise EvalkitError("no candidate: pass --candidate BACKEND:MODEL, --candidate-run RUN_DIR, "
+                           "or set [candidate] model / run")
+    if saved:
+        if args.candidate_args is not None:
+            raise EvalkitError("--candidate-args given with a saved candidate run: its options are the run's; "
+                               "drop --candidate-args, or evaluate a model with --candidate")
+        return None, saved
+    given = args.candidate_args is not None
+    model_args = parse_model_args(args.candidate_args, "--candidate-args") if given else _kv(cand.get("model_args"))
+    model_role("candidate", spec, model_args, "--candidate" if args.candidate else "[candidate] model",
+               "--candidate-args" if given else "[candidate] model_args")
+    return (spec, model_args), None
+
+
+def baseline_of(args, cfg: dict, where: str, cache, output: str) -> tuple[str, RunConfig]:
+    """The baseline run folder and the run config the candidate is evaluated with: a pinned record's
+    settings, or the config's for a ``baseline_model`` (evaluated here, through the cache)."""
+    baseline = args.baseline or (_path(cfg, cfg["baseline"]) if cfg.get("baseline") else None)
+    if baseline:
+        baseline = run_folder(baseline, "--baseline" if args.baseline else f"{where}: baseline")
+        return baseline, config_from_record(load_run(baseline), cfg)
+    role = model_role("baseline", cfg.get("baseline_model"), cfg.get("baseline_model_args"), "baseline_model",
+                      "baseline_model_args")
+    if not role.given:
+        raise EvalkitError("the config needs `baseline` (a run folder) or `baseline_model`")
+    config = config_from_toml(cfg)
+    return run_model(role.spec, _kv(cfg.get("baseline_model_args")), config, cache, output), config
+
+
+def candidate_gen(args, cand: dict) -> dict:
+    """The candidate's generation overrides on top of the baseline's (``--gen-kwargs``, [candidate] gen_kwargs)."""
+    extra_gen = {**_kv(cand.get("gen_kwargs")), **parse_model_args(args.gen_kwargs)}
+    bad = set(extra_gen) - GEN_KEYS
+    if bad:
+        raise EvalkitError(f"candidate gen_kwargs: unknown {', '.join(sorted(bad))}; allowed: {', '.join(sorted(GEN_KEYS))}")
+    return extra_gen

@@ -35,20 +35,17 @@ def register(sub):
 
 
 def run(args):
-    from evalkit.backends.reward_catalog import make_reward_backend, split_reward_spec
     from evalkit.cli.run import open_cache
-    from evalkit.util.kvargs import parse_model_args
-    from evalkit.run.workflows.reward_pairs import read_rows, request_of, score_file, summary_line
-
     from evalkit.run import validation
-    prefix, _ = split_reward_spec(args.model, "--model")
-    model_args = parse_model_args(args.model_args)
+    from evalkit.run.workflows.reward_pairs import read_rows, request_of, score_file, summary_line
+    from evalkit.run.roles import RewardRole
+
     # the options every command checks the same way, before any model loads
-    validation.check_model_args("hf" if prefix == "hf" else "vllm", model_args)
+    reward = RewardRole.of("reward", args.model, args.model_args, "--model", "--model-args")
     validation.check_output_file(args.output)
     for n, row in read_rows(args.input):  # bad rows are named before any model loads
         request_of(row, args.input, n, args.steps)
-    backend = make_reward_backend(args.model, model_args, "--model")
+    backend = reward.make()
     cache = open_cache(args)
     try:
         s = score_file(backend, cache, args.input, args.output, steps=args.steps)

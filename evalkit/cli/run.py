@@ -7,11 +7,11 @@ import math
 import sys
 
 from evalkit import sinks
-from evalkit.taskapi import registry
 from evalkit.run import roles, validation
 from evalkit.backends import BACKENDS, make_backend, parse_model_args, split_spec
 from evalkit.run.cache import NullCache, ResponseCache
 from evalkit.records import Run, write_run
+from evalkit.run.config_builder import CLI, build_config as build
 from evalkit.run.runner import RunConfig, evaluate, load_tasks
 from evalkit.run.suites import load_suite
 
@@ -101,82 +101,34 @@ def parse_shard(text):
 
 
 def build_config(args) -> RunConfig:
-    for path in args.include_path:
-        registry.include_path(path)
+    """The run's config from the command line (``evalkit.run.config_builder``, flags spelled as typed)."""
     suite = load_suite(args.suite) if getattr(args, "suite", None) else None
     if not args.tasks and suite is None:
         raise ValueError("name the tasks to run: --tasks T1,T2 or --suite NAME")
-    gen = generation_overrides(args, suite)  # before the task names are looked up (lm-eval's catalog loads)
-    tasks = registry.expand(([",".join(suite.task_names())] if suite else []) + ([args.tasks] if args.tasks else []))
-    if suite is not None:
-        apply_suite(args, suite)
-    data = parse_data_paths(args.data)
-    fewshot = parse_data_paths(getattr(args, "fewshot_data", []) or [], "--fewshot-data")
-    for flag, given in (("--data", data), ("--fewshot-data", fewshot)):
-        unknown = [t for t in given if t not in tasks]
-        if unknown:
-            raise ValueError(f"{flag} names task(s) not being run: {', '.join(unknown)} (running: {', '.join(tasks)})")
-    task_opts = {t.name: dict(t.task_args) for t in suite.tasks if t.task_args} if suite else {}
-    for item in args.task_args:
+    from evalkit.cli.options import check_limit
+    check_limit(args.limit, "run")  # the shared rule (evalkit.cli.options); gate builds its args here too
+    return build(
+        [args.tasks] if args.tasks else [], CLI, suite, include_path=args.include_path, limit=args.limit,
+        seed=args.seed, num_fewshot=args.num_fewshot, apply_chat_template=args.apply_chat_template or None,
+        fewshot_as_multiturn=getattr(args, "fewshot_as_multiturn", None), system_prompt=args.system_prompt,
+        data=parse_data_paths(args.data), fewshot_data=parse_data_paths(getattr(args, "fewshot_data", []) or [],
+                                                                         "--fewshot-data"),
+        task_args=parse_task_args(args.task_args), trust_remote_code=getattr(args, "trust_remote_code", False),
+        gen_kwargs=parse_model_args(args.gen_kwargs, "--gen-kwargs"), lm_eval_gen=getattr(args, "lm_eval_gen", None),
+        repeats=getattr(args, "repeats", None), metrics=getattr(args, "metric", None),
+        tool_parser=getattr(args, "tool_parser", None), shard=parse_shard(args.shard),
+        tags=getattr(args, "tag", []))
+
+
+def parse_task_args(items) -> dict:
+    """``--task-args TASK:K=V,...`` (repeatable): {task: options}."""
+    out = {}
+    for item in items:
         if ":" not in item:
             raise ValueError(f"--task-args {item!r}: expected TASK:K=V,...")
         t, kv = item.split(":", 1)
-        if t not in tasks:
-            raise ValueError(f"--task-args {item!r}: task {t!r} is not being run (running: {', '.join(tasks)})")
-        task_opts.setdefault(t, {}).update(parse_model_args(kv, f"--task-args {t}"))
-    if getattr(args, "trust_remote_code", False):
-        for t in tasks:
-            if t.startswith("lm-eval:"):
-                task_opts.setdefault(t, {})["trust_remote_code"] = True
-    validation.check_task_options(task_opts)
-    metrics = appended_metrics(tasks, getattr(args, "metric", None))
-    validation.check_num_fewshot(args.num_fewshot)
-    from evalkit.cli.options import check_limit
-    check_limit(args.limit, "run")  # the shared rule (evalkit.cli.options); gate builds its args here too
-    parser = getattr(args, "tool_parser", None)
-    if parser is not None:
-        from evalkit.taskapi import tool_parsers
-        if parser not in tool_parsers.names():
-            raise ValueError(f"--tool-parser {parser!r}: unknown; known: {', '.join(tool_parsers.names())}")
-    if getattr(args, "fewshot_as_multiturn", None) and not args.apply_chat_template:
-        raise ValueError("--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)")
-    return RunConfig(tasks=tasks, limit=args.limit, seed=args.seed, num_fewshot=args.num_fewshot,
-                     apply_chat_template=args.apply_chat_template, system_prompt=args.system_prompt,
-                     data_paths=data, task_options=task_opts, gen_overrides=gen, shard=parse_shard(args.shard),
-                     tags=list(getattr(args, "tag", []) or []), fewshot_paths=fewshot, metrics=metrics,
-                     fewshot_as_multiturn=getattr(args, "fewshot_as_multiturn", None),
-                     tool_parser=getattr(args, "tool_parser", None), suite=suite.to_record() if suite else None)
-
-
-def generation_overrides(args, suite) -> dict:
-    """The suite's generation settings, then --gen-kwargs, lm-eval's --gen_kwargs and --repeats, checked."""
-    gen = {**(suite.settings.get("gen_kwargs", {}) if suite else {}), **parse_model_args(args.gen_kwargs, "--gen-kwargs")}
-    validation.check_gen_overrides(gen)
-    lm_gen = getattr(args, "lm_eval_gen", None) or {}  # lm-eval's --gen_kwargs, translated
-    validation.check_gen_overrides({k: v for k, v in lm_gen.items() if k != "stop"}, "--gen_kwargs")
-    gen.update(lm_gen)
-    return validation.merge_repeats(gen, getattr(args, "repeats", None))
-
-
-def apply_suite(args, suite) -> None:
-    """The suite's run settings where the command line gives none."""
-    st = suite.settings
-    args.apply_chat_template = args.apply_chat_template or st.get("apply_chat_template", False)
-    if getattr(args, "fewshot_as_multiturn", None) is None and "fewshot_as_multiturn" in st:
-        args.fewshot_as_multiturn = st["fewshot_as_multiturn"]
-    if args.num_fewshot is None:
-        args.num_fewshot = st.get("num_fewshot")
-
-
-def appended_metrics(tasks: list, specs) -> list:
-    """``--metric evaluate:NAME`` specs, checked and loaded before any model time is spent; they
-    apply to the generation tasks of the run (none among them is an error)."""
-    if not specs:
-        return []
-    from evalkit.scoring import hf_evaluate
-    if not any(registry.get_task_class(t).output_type == "generate" for t in tasks):
-        raise ValueError(f"--metric applies to generation tasks; none of {', '.join(tasks)} is one")
-    return hf_evaluate.prepare(specs)
+        out.setdefault(t, {}).update(parse_model_args(kv, f"--task-args {t}"))
+    return out
 
 
 def register(sub):
@@ -237,96 +189,101 @@ def open_cache(args):
     return ResponseCache(Path(args.cache_dir) / "responses.sqlite" if args.cache_dir else None)
 
 
+def model_role(args, config: RunConfig) -> roles.ModelRole:
+    """The evaluated model from ``--model`` and ``--model-args`` with the run's own flags folded in
+    (``--base-url``, ``--lora``, the reasoning flags; trace markers go to ``config``), not yet checked
+    against its backend (``--write-out`` needs no model)."""
+    prefix, _ = split_spec(args.model)
+    model_args = parse_model_args(args.model_args)
+    validation.check_model_args(prefix, model_args)
+    from evalkit.cli import reasoning_args
+    reasoning_args.apply(args, config, model_args, prefix)  # trace markers -> config; template kwargs -> backend
+    if getattr(args, "base_url", None):
+        model_args["base_url"] = args.base_url
+    if getattr(args, "lora", None):
+        if prefix != "vllm":
+            raise ValueError("--lora needs the vllm: backend (one engine serves every adapter)")
+        model_args["lora"] = args.lora
+    return roles.ModelRole("model", args.model, model_args)
+
+
 def roles_of(args) -> tuple:
-    """The run's simulated user, judge and second judge, each from its two flags (checked, not loaded)."""
+    """The run's simulated user, judge, second judge and reward model, each from its two flags
+    (checked, not loaded)."""
     return (roles.ModelRole.of("simulated user", getattr(args, "user_model", None),
                                getattr(args, "user_model_args", ""), "--user-model", "--user-model-args"),
             roles.ModelRole.of("judge", getattr(args, "judge", None), getattr(args, "judge_args", ""),
                                "--judge", "--judge-args"),
             roles.ModelRole.of("second judge", getattr(args, "second_judge", None),
-                               getattr(args, "second_judge_args", ""), "--second-judge", "--second-judge-args"))
+                               getattr(args, "second_judge_args", ""), "--second-judge", "--second-judge-args"),
+            roles.RewardRole.of("reward", getattr(args, "reward_model", None), getattr(args, "reward_args", ""),
+                                "--reward-model", "--reward-args"))
 
 
 def run(args):
-    prefix, _ = split_spec(args.model)  # validate before loading anything heavy
+    split_spec(args.model)  # validate before loading anything heavy
     config = build_config(args)
-    model_args = parse_model_args(args.model_args)
-    validation.check_model_args(prefix, model_args)
-    from evalkit.cli import reasoning_args
-    reasoning_args.apply(args, config, model_args, prefix)  # trace markers -> config; template kwargs -> backend
+    model = model_role(args, config)
     if not args.no_output:
         validation.check_output_dir(args.output)
-    user, judge, second = roles_of(args)
-    reward_spec, reward_backend = getattr(args, "reward_model", None), None
-    if not reward_spec and (getattr(args, "reward_args", "") or "").strip():
-        raise validation.ConfigError("--reward-args given without --reward-model: name the reward model with "
-                                     "--reward-model, or drop --reward-args")
-    if reward_spec:
-        from evalkit.backends.reward_catalog import make_reward_backend, split_reward_spec
-        split_reward_spec(reward_spec)
-        reward_args = parse_model_args(getattr(args, "reward_args", ""), "--reward-args")
-        reward_backend = make_reward_backend(reward_spec, reward_args)  # loads nothing: bad settings fail here
+    user, judge, second, reward = roles_of(args)
+    reward_backend = reward.make()  # loads nothing: impossible settings fail here, before the data
     task_runs = load_tasks(config)  # data errors surface before the model loads
     from evalkit.run import judge_phase
     judge_phase.check(task_runs, judge.spec, second_spec=second.spec)
     if getattr(args, "write_out", False):
         return write_out(config, task_runs)
-    cache = open_cache(args)
-    if getattr(args, "base_url", None):
-        model_args["base_url"] = args.base_url
-    if getattr(args, "lora", None):
-        if split_spec(args.model)[0] != "vllm":
-            raise ValueError("--lora needs the vllm: backend (one engine serves every adapter)")
-        model_args["lora"] = args.lora
-    backend = user_backend = judge_backend = second_backend = None
-    roles.ModelRole("model", args.model, model_args).check()  # e.g. a folder that is not there, by name
-    try:
-        backend = make_backend(args.model, model_args)
-        user_backend, judge_backend, second_backend = user.make(), judge.make(), second.make()
-    except BaseException:
-        roles.close_all(backend, user_backend, judge_backend, second_backend, reward_backend)
-        cache.close()
-        raise
-    outs = []
-    try:
-        # with --lora: one run (and run record) per adapter, each its own model, all in one engine
-        views = [(backend.for_adapter(n), {**model_args, "lora": f"{n}={backend.adapter_paths[n]}"})
-                 for n in backend.adapters] if getattr(args, "lora", None) else [(backend, model_args)]
-        for view, view_args in views:
-            # the record is written after the table is printed: a record that cannot be written
-            # never costs the results
-            outs.append(evaluate(view, config, cache, None, model_spec=args.model, model_args=view_args,
-                                 task_runs=task_runs, reward_backend=reward_backend, user_backend=user_backend,
-                                 user_model_spec=user.spec or "", user_model_args=user.args,
-                                 judge_backend=judge_backend, judge_spec=judge.spec or "", judge_args=judge.args,
-                                 second_judge=(second_backend, second.spec, second.args) if second_backend else None))
-    finally:
-        roles.close_all(backend, user_backend, judge_backend, second_backend, reward_backend)
-        cache.close()
-    failed = 0
-    for run in outs:
-        print(format_table(run))
-        if run.suite and run.suite.get("leaderboard_v2"):
-            print(format_suite(run.suite))
-        budget_warnings(run, bool(getattr(args, "reasoning", False)))
-        if run.config.get("budget_forcing"):
-            from evalkit.run.budget_forcing import curve_lines
-            print("\n".join(curve_lines(run)))
-        if args.no_output:
-            continue
-        try:
-            run.path = str(write_run(args.output, run, run.samples))
-            print(f"\nrun record: {run.path}")
-            if getattr(args, "lm_eval_output", None):
-                from evalkit.lm_eval_io.exporter import export_run
-                from evalkit.records import load_run
-                print(f"lm-eval files: {export_run(load_run(run.path), args.lm_eval_output)}")
-        except OSError as e:
-            failed += 1
-            print(f"evalkit run: error: could not write the run record to {args.output}: {e.strerror or e}; "
-                  f"the answers are cached, so a rerun with a writable --output recomputes nothing", file=sys.stderr)
+    outs = evaluate_views(args, config, task_runs, model, (user, judge, second), reward_backend)
+    failed = sum(not report(args, run) for run in outs)
     sinks.after_run(args, [run.path for run in outs if run.path])
     return 2 if failed else 0
+
+
+def evaluate_views(args, config: RunConfig, task_runs, model: roles.ModelRole, others: tuple,
+                   reward_backend) -> list:
+    """The runs of the model (with ``--lora``: one run per adapter, each its own model, all in one
+    engine), with the simulated user, the judge and the second judge; every backend closed after."""
+    cache = open_cache(args)
+    backend, bound = None, []
+    try:
+        backend = make_backend(model.check().spec, model.args)  # the check after the cache opens: its errors first
+        for role in others:
+            bound.append(role.load())
+        views = [(backend.for_adapter(n), {**model.args, "lora": f"{n}={backend.adapter_paths[n]}"})
+                 for n in backend.adapters] if getattr(args, "lora", None) else [(backend, model.args)]
+        user, judge, second = bound
+        # the record is written after the table is printed: a record that cannot be written never costs the results
+        return [evaluate(view, config, cache, None, model_spec=args.model, model_args=view_args, task_runs=task_runs,
+                         reward_backend=reward_backend, user=user, judge=judge, second_judge=second)
+                for view, view_args in views]
+    finally:
+        roles.close_all(backend, *bound, reward_backend)
+        cache.close()
+
+
+def report(args, run: Run) -> bool:
+    """Print the run's tables and warnings and write its record; False when the record could not be written."""
+    print(format_table(run))
+    if run.suite and run.suite.get("leaderboard_v2"):
+        print(format_suite(run.suite))
+    budget_warnings(run, bool(getattr(args, "reasoning", False)))
+    if run.config.get("budget_forcing"):
+        from evalkit.run.budget_forcing import curve_lines
+        print("\n".join(curve_lines(run)))
+    if args.no_output:
+        return True
+    try:
+        run.path = str(write_run(args.output, run, run.samples))
+        print(f"\nrun record: {run.path}")
+        if getattr(args, "lm_eval_output", None):
+            from evalkit.lm_eval_io.exporter import export_run
+            from evalkit.records import load_run
+            print(f"lm-eval files: {export_run(load_run(run.path), args.lm_eval_output)}")
+    except OSError as e:
+        print(f"evalkit run: error: could not write the run record to {args.output}: {e.strerror or e}; "
+              f"the answers are cached, so a rerun with a writable --output recomputes nothing", file=sys.stderr)
+        return False
+    return True
 
 
 def format_suite(suite: dict) -> str:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from evalkit.taskapi import registry
 from evalkit.backends import parse_model_args
-from evalkit.cli.run import appended_metrics, format_table
+from evalkit.cli.run import format_table
+from evalkit.run.config_builder import appended_metrics
 from evalkit.run.workflows.rescore import ScoreConfig, rescore
 
 

@@ -20,6 +20,7 @@ from evalkit.records import ModelInfo, Run, new_run, write_run
 from evalkit.run.checks import prompts_over_context
 from evalkit.run.config import RunConfig
 from evalkit.run.engine import Engine
+from evalkit.run.roles import Bound
 from evalkit.run.plan import Plan, TaskRun, load_tasks, make_task, plan, select_docs, shard_of, task_limit, token_counter
 from evalkit.run.post_process import finish_task, post_process
 from evalkit.run.score import TaskScores, score, score_docs
@@ -52,13 +53,20 @@ def answer(p: Plan, backend, cache, progress=True, user_backend=None) -> tuple[d
     return answers, {**dict(engine.stats), **stats}
 
 
-def user_model_record(p: Plan, backend, user_backend, model_spec, user_spec, user_args) -> Optional[dict]:
+def user_model_record(p: Plan, backend, model_spec, user: Optional[Bound]) -> Optional[dict]:
     """The simulated users' model, when the run has episodes with one (the model itself unless given)."""
     if not any(getattr(r, "user_sim", None) is not None for r in p.all_requests()):
         return None
-    if user_backend is None:
+    if user is None:
         return {**model_info(backend, model_spec).to_dict(), "same_as_model": True}
-    return model_info(user_backend, user_spec, user_args).to_dict()
+    return model_info(*user).to_dict()
+
+
+def judge_record(judge: Optional[Bound], judge_stats, second_info) -> Optional[dict]:
+    """The judge as the record names it (with the second judge's figures), when it judged anything."""
+    if not judge_stats:
+        return None
+    return {**model_info(*judge).to_dict(), **({"second": second_info} if second_info else {})}
 
 
 # ---- the whole run ----------------------------------------------------------------------------
@@ -71,16 +79,16 @@ def model_info(backend, model_spec: str = "", model_args: Optional[dict] = None)
 
 def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "results",
              model_spec: str = "", model_args: Optional[dict] = None, progress=True,
-             task_runs: Optional[list[TaskRun]] = None, reward_backend=None, user_backend=None,
-             user_model_spec: str = "", user_model_args: Optional[dict] = None, judge_backend=None,
-             judge_spec: str = "", judge_args: Optional[dict] = None, second_judge=None) -> Run:
+             task_runs: Optional[list[TaskRun]] = None, *, reward_backend=None, user: Optional[Bound] = None,
+             judge: Optional[Bound] = None, second_judge: Optional[Bound] = None) -> Run:
     """Run every task of ``config`` on ``backend``; writes a run record when ``output_dir`` is set.
     ``task_runs`` (from ``load_tasks``) lets a caller load and validate data before the model.
-    ``reward_backend`` (a reward model) adds best-of-N figures (``evalkit.run.reward_phase``);
-    ``user_backend`` plays the simulated users of agent tasks (τ²-bench; default: the model itself)
-    and is named in the record's ``user_model``; ``judge_backend`` answers the tasks' judge requests
-    (``evalkit.run.judge_phase``) and is named in the record's ``judge``; ``second_judge`` (backend,
-    spec, args) answers them too, for the judges' agreement, and is named in ``judge["second"]``.
+    ``reward_backend`` (a reward model) adds best-of-N figures (``evalkit.run.reward_phase``). The
+    other roles are ``evalkit.run.roles.Bound`` (backend, spec, args): ``user`` plays the simulated
+    users of agent tasks (τ²-bench; default: the model itself) and is named in the record's
+    ``user_model``; ``judge`` answers the tasks' judge requests (``evalkit.run.judge_phase``) and is
+    named in the record's ``judge``; ``second_judge`` answers them too, for the judges' agreement,
+    and is named in ``judge["second"]``.
     Returns the typed record (``Run``) with its sample rows as ``run.samples`` ({task: rows}) and
     its folder as ``run.path`` when one was written."""
     t0 = time.time()
@@ -90,13 +98,13 @@ def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "res
         from evalkit.run import budget_forcing
         by_budget, forced_info, engine_stats = budget_forcing.run_answers(p, backend, cache, progress)
     else:
-        answers, engine_stats = answer(p, backend, cache, progress, user_backend)
+        answers, engine_stats = answer(p, backend, cache, progress, user.backend if user else None)
     judge_stats = second_info = None
-    if judge_backend is not None and not config.budget_forcing:
+    if judge is not None and not config.budget_forcing:
         from evalkit.run import judge_phase
-        judge_stats = judge_phase.run(p, answers, judge_backend, cache, progress)
+        judge_stats = judge_phase.run(p, answers, judge.backend, cache, progress)
         if second_judge is not None and judge_stats:
-            second_stats = judge_phase.run(p, answers, second_judge[0], cache, progress, second=True)
+            second_stats = judge_phase.run(p, answers, second_judge.backend, cache, progress, second=True)
             second_info = {**model_info(*second_judge).to_dict(), "engine": second_stats}
     # after the answers, so a cached rerun needs no tokenizer: counted, warned, recorded per sample
     p.too_long = prompts_over_context(p.task_runs, backend)
@@ -119,10 +127,8 @@ def evaluate(backend, config: RunConfig, cache, output_dir: Optional[str] = "res
                   timings={"prepare_s": round(t_prep - t0, 3), "model_s": round(t_model - t_prep, 3),
                            "score_s": round(time.time() - t_model, 3), "total_s": round(time.time() - t0, 3)},
                   reward_model=reward_model,
-                  user_model=user_model_record(p, backend, user_backend, model_spec, user_model_spec, user_model_args),
-                  judge=({**model_info(judge_backend, judge_spec, judge_args).to_dict(),
-                          **({"second": second_info} if second_info else {})} if judge_stats else None),
-                  judge_engine=judge_stats or None)
+                  user_model=user_model_record(p, backend, model_spec, user),
+                  judge=judge_record(judge, judge_stats, second_info), judge_engine=judge_stats or None)
     if config.suite:  # --suite: its summary (the leaderboard-v2 normalised scores) from the rows
         from evalkit.run.suite_summary import summarize
         run.suite = summarize(config.suite, rows, config.seed)
