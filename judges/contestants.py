@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from evalkit.backends import make_backend, split_spec
+from evalkit.backends import split_spec
 from evalkit.taskapi.data import DataError, read_records
 from evalkit.run.engine import Engine
+from evalkit.run.roles import ModelRole
 from evalkit.records.provenance import file_sha256 as file_digest  # noqa: F401 (importable here)
 
 OVERRIDES = {"temperature": float, "top_p": float, "max_tokens": int, "seed": int, "name": str}
@@ -120,8 +121,8 @@ class BackendPool:
     def backend(self, spec: str, model_args: Optional[dict] = None):
         args = self.model_args if model_args is None else model_args
         key = (spec, tuple(sorted((k, repr(v)) for k, v in args.items())))
-        if key not in self._backends:
-            self._backends[key] = make_backend(spec, args)
+        if key not in self._backends:  # a contestant is the model role (--model, --model-args)
+            self._backends[key] = ModelRole.of("model", spec, args).make()
         return self._backends[key]
 
     def engine(self, spec: str) -> Engine:

@@ -29,16 +29,18 @@ def make_backend(spec: str, model_args: dict | None = None, flags: tuple = ("--m
     prefix, name = split_spec(spec, flags[0])
     args = {**(model_args or {}), **extra}
     dp = {k: args.pop(k) for k in DATA_PARALLEL_ARGS if k in args}
-    options = OPTIONS[prefix].parse(args, flags[1])
+    declared = OPTIONS.get(prefix)  # (a backend registered in the catalog without a declaration: as given)
+    options = declared.parse(args, flags[1]) if declared else None
     if prefix != "openai" and (int(dp.get("data_parallel_size") or 1) > 1 or dp.get("ray_address")):
         from evalkit.backends.data_parallel import DataParallelBackend
         return DataParallelBackend(prefix, name, args, size=int(dp.get("data_parallel_size") or 1),
                                    ray_address=dp.get("ray_address"), cpus_per_engine=dp.get("cpus_per_engine"),
                                    gpus_per_engine=dp.get("gpus_per_engine"))
-    return backend_class(prefix)(name, options)
+    return backend_class(prefix)(name, options) if declared else backend_class(prefix)(name, **args)
 
 
 def _check_args(cls, prefix: str, args: dict, flag: str = "--model-args") -> None:
     """Whether the ``prefix`` backend takes every key of ``args`` (``cls``: its class, for the callers
     that hold it)."""
-    OPTIONS[prefix].parse(args, flag, replicas=prefix != "openai")
+    if prefix in OPTIONS:
+        OPTIONS[prefix].parse(args, flag, replicas=prefix != "openai")

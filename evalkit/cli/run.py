@@ -20,7 +20,8 @@ def add_model_args(p: argparse.ArgumentParser, required=True, flag="--model"):
     p.add_argument(flag, required=required, metavar="BACKEND:MODEL",
                    help=f"backend prefix ({', '.join(BACKENDS)}) and a bundled name, local dir or hub id")
     p.add_argument("--model-args", default="", metavar="K=V,...",
-                   help="backend options, e.g. dtype=float32,batch_size=auto,max_length=2048,device=cuda")
+                   help="backend options, e.g. dtype=float32,batch_size=auto,max_length=2048,device=cuda; "
+                        "each backend's keys, values and defaults: evalkit models options hf|vllm|openai")
 
 
 def add_task_args(p: argparse.ArgumentParser):

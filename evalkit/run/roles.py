@@ -65,7 +65,9 @@ class ModelRole:
                 not Path(name).expanduser().exists():
             raise validation.ConfigError(f"{self.spec_flag} {self.spec!r}: no such folder {name}")
         validation.check_model_args(prefix, self.args, self.args_flag)  # types and ranges, then unknown keys
-        OPTIONS[prefix].parse({k: v for k, v in self.args.items() if k not in DATA_PARALLEL_ARGS}, self.args_flag)
+        if prefix in OPTIONS:
+            OPTIONS[prefix].parse({k: v for k, v in self.args.items() if k not in DATA_PARALLEL_ARGS},
+                                  self.args_flag)
         return self
 
     def make(self, **extra):

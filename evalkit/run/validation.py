@@ -27,7 +27,8 @@ def check_model_args(prefix: str, args: dict, flag: str = "--model-args") -> Non
     loading weights) or with a traceback, from the backend's declaration (``backends/options.py``);
     keys the backend does not know are left to ``make_backend``'s check, which names them."""
     from evalkit.backends.options import OPTIONS
-    OPTIONS[prefix].check_known(args, flag)
+    if prefix in OPTIONS:  # (a backend registered without a declaration checks its own)
+        OPTIONS[prefix].check_known(args, flag)
 
 
 #: the most samples per problem (``n=``, ``--repeats``): the largest repeated-sampling studies draw 10,000
