@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import ipaddress
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -68,7 +69,26 @@ def run(args) -> int:
               f"(prompts, outputs)", file=sys.stderr)
     print(f"evalkit leaderboard: http://{args.host}:{args.port}  (results: {Path(args.results).resolve()})",
           file=sys.stderr, flush=True)
+    return serve(streamlit_command(args.host, args.port), environment(args.results, args.battles))
+
+
+def serve(command: list, env: dict) -> int:
+    """Run the server until it exits; SIGTERM or SIGINT (Ctrl-C) to evalkit stops it too (a server left on
+    its port after `kill PID` is the bug this prevents), within 10 s, then by SIGKILL."""
+    proc = subprocess.Popen(command, env=env)
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
-        return subprocess.call(streamlit_command(args.host, args.port), env=environment(args.results, args.battles))
+        return proc.wait()
     except KeyboardInterrupt:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
         return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
