@@ -20,7 +20,7 @@ from evalkit.dashboards.urlstate import choose
 
 RESULTS_ENV = "EVALKIT_DASHBOARD_RESULTS"
 BATTLES_ENV = "EVALKIT_DASHBOARD_BATTLES"
-VIEWS = ("Leaderboard", "Task", "Retrieval", "Compare", "Arena")
+VIEWS = ("Leaderboard", "Task", "Series", "Retrieval", "Compare", "Arena")
 
 
 def settings(argv=None) -> tuple[str, tuple]:
@@ -98,6 +98,9 @@ def render(store, view: str, results: str) -> None:
     if view == "Leaderboard":
         from evalkit.dashboards import view_leaderboard
         view_leaderboard.render(store, filters)
+    elif view == "Series":
+        from evalkit.dashboards import view_series
+        view_series.render(store, filters)
     elif view == "Retrieval":
         from evalkit.dashboards import view_retrieval
         view_retrieval.render(store, filters)

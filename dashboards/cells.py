@@ -12,10 +12,11 @@ from evalkit.records import RunRecord
 from .labels import ARENA_TASK, col_key, entry_key, gen_text, task_family
 
 RUN_COLUMNS = ["run_id", "folder", "path", "kind", "model", "spec", "backend", "identity_hash", "gen", "entry",
-               "created_at", "date", "tags", "tasks", "evalkit_version", "git_sha", "judge", "limit", "seed"]
+               "created_at", "date", "tags", "tasks", "evalkit_version", "git_sha", "judge", "limit", "seed",
+               "series", "step"]
 CELL_COLUMNS = ["run_id", "entry", "label", "model", "backend", "created_at", "tags", "task", "family", "version",
                 "prompt_hash", "n_docs", "col", "metric", "metric_order", "value", "ci_low", "ci_high", "stderr",
-                "n", "kind", "higher_is_better"]
+                "n", "kind", "higher_is_better", "series", "step"]
 
 
 def finite(x) -> Optional[float]:
@@ -48,7 +49,15 @@ def run_row(rec: RunRecord) -> dict:
             "created_at": created, "date": created.date() if not pd.isna(created) else None,
             "tags": tuple(str(t) for t in cfg.get("tags") or ()), "tasks": tuple(run.tasks),
             "evalkit_version": (run.versions or {}).get("evalkit"), "git_sha": run.git_sha,
-            "judge": (run.judge or {}).get("name"), "limit": cfg.get("limit"), "seed": cfg.get("seed")}
+            "judge": (run.judge or {}).get("name"), "limit": cfg.get("limit"), "seed": cfg.get("seed"),
+            **series_of(cfg)}
+
+
+def series_of(cfg: dict) -> dict:
+    """The training run and step of a checkpoint's record (``--series NAME --step N``), else None."""
+    s = cfg.get("series")
+    ok = isinstance(s, dict) and s.get("name") and isinstance(s.get("step"), int)
+    return {"series": str(s["name"]) if ok else None, "step": s["step"] if ok else None}
 
 
 def static_cells(rec: RunRecord, row: dict, label: str) -> list[dict]:
@@ -57,7 +66,8 @@ def static_cells(rec: RunRecord, row: dict, label: str) -> list[dict]:
         base = {"run_id": row["run_id"], "entry": row["entry"], "label": label, "model": row["model"],
                 "backend": row["backend"], "created_at": row["created_at"], "tags": row["tags"], "task": task,
                 "family": task_family(task), "version": str(t.version), "prompt_hash": t.prompt_hash,
-                "n_docs": t.n_docs, "col": col_key(task, t.version, t.prompt_hash)}
+                "n_docs": t.n_docs, "col": col_key(task, t.version, t.prompt_hash),
+                "series": row.get("series"), "step": row.get("step")}
         for i, (metric, mv) in enumerate(t.metrics.items()):
             out.append({**base, "metric": metric, "metric_order": i, "value": finite(mv.value),
                         "ci_low": finite(mv.ci_low), "ci_high": finite(mv.ci_high), "stderr": finite(mv.stderr),
@@ -82,5 +92,6 @@ def arena_cells(rec: RunRecord, row: dict, by_name: dict, labels: dict) -> list[
                         "n_docs": t.n_docs, "col": col_key(task, t.version, t.prompt_hash),
                         "metric": f"rating ({method})", "metric_order": 0, "value": finite(r.get("rating")),
                         "ci_low": finite(r.get("ci_low")), "ci_high": finite(r.get("ci_high")), "stderr": None,
-                        "n": r.get("n_battles"), "kind": "rating", "higher_is_better": True})
+                        "n": r.get("n_battles"), "kind": "rating", "higher_is_better": True,
+                        "series": None, "step": None})
     return out

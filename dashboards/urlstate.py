@@ -15,7 +15,7 @@ PARAMS = {"view": ("view", False), "family": ("f_family", True), "backend": ("f_
           "tag": ("f_tag", True), "models": ("f_models", True), "cols": ("lb_columns", True),
           "sort": ("lb_sort", False), "overall": ("lb_overall", True), "weight": ("lb_weight", False),
           "task": ("task_col", False), "run": ("sample_run", False), "doc": ("sample_doc", False),
-          "failures": ("sample_failures", False)}
+          "failures": ("sample_failures", False), "series": ("series_name", False)}
 METRIC = "metric"               # the task view's metric: key task_metric::<task col>
 
 

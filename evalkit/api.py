@@ -17,6 +17,8 @@ user of agent tasks such as τ²-bench, any ``model`` form; default the model it
 ``judge_args``, ``second_judge``/``second_judge_args`` (a second judge for the judges' agreement), ``repeats`` (K samples per problem, as
 ``gen_kwargs={"n": K}``), ``thinking_budgets`` ([256, 512, ...]: accuracy against thinking budget
 from one trace, ``evalkit.run.budget_forcing``) and ``forced_answer_tokens``, ``shard`` ((i, n)), ``tags``,
+``series`` and ``step`` (a training run's checkpoint: evaluate the model in memory every N steps with
+``series="my-run", step=N`` and the leaderboard's Series view draws each metric against the step),
 ``include_path``, ``output`` (results folder; None: write no record), ``cache_dir``, ``cache``
 (False: neither read nor write the response cache), ``progress``. ``limit`` is a count of docs or a
 fraction below 1 of each task's.
@@ -34,7 +36,8 @@ from typing import Optional, Sequence, Union
 OPTIONS = ("num_fewshot", "seed", "apply_chat_template", "fewshot_as_multiturn", "system_prompt", "data",
            "fewshot_data", "task_args", "gen_kwargs", "shard", "tags", "include_path", "output", "cache_dir",
            "cache", "progress", "model_args", "tokenizer", "tool_parser", "repeats", "user_model", "user_model_args",
-           "thinking_budgets", "forced_answer_tokens", "judge", "judge_args", "second_judge", "second_judge_args")
+           "thinking_budgets", "forced_answer_tokens", "judge", "judge_args", "second_judge", "second_judge_args",
+           "series", "step")
 
 
 def _is_vllm_llm(obj) -> bool:
@@ -51,7 +54,7 @@ ROLES = (("user_model", "user_model_args", "simulated user"), ("judge", "judge_a
 #: the options that make the run's config (``evalkit.run.config_builder``), by the names it takes
 CONFIG_OPTIONS = ("num_fewshot", "seed", "apply_chat_template", "fewshot_as_multiturn", "system_prompt", "data",
                   "fewshot_data", "task_args", "shard", "tags", "include_path", "tool_parser", "repeats",
-                  "thinking_budgets", "forced_answer_tokens")
+                  "thinking_budgets", "forced_answer_tokens", "series", "step")
 
 
 def make_model_backend(model, tokenizer=None, model_args: Optional[dict] = None,

@@ -118,7 +118,13 @@ def build_config(args) -> RunConfig:
         gen_kwargs=parse_model_args(args.gen_kwargs, "--gen-kwargs"), lm_eval_gen=getattr(args, "lm_eval_gen", None),
         repeats=getattr(args, "repeats", None), metrics=getattr(args, "metric", None),
         tool_parser=getattr(args, "tool_parser", None), shard=parse_shard(args.shard),
-        tags=getattr(args, "tag", []))
+        tags=getattr(args, "tag", []), series=getattr(args, "series", None), step=getattr(args, "step", None))
+
+
+def add_series_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--series", metavar="NAME", help="the training run this checkpoint belongs to (with --step): "
+                                                     "the leaderboard's Series view draws each metric against the step")
+    p.add_argument("--step", type=int, metavar="N", help="the checkpoint's training step (with --series)")
 
 
 def parse_task_args(items) -> dict:
@@ -150,6 +156,7 @@ def register(sub):
     p.add_argument("--cache-dir", default=None, help="response cache folder (default ~/.cache/evalkit)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     p.add_argument("--tag", action="append", default=[], help="tag the run (shown on the leaderboard)")
+    add_series_args(p)
     p.add_argument("--base-url", default=None, metavar="URL",
                    help="openai: backend server, e.g. http://127.0.0.1:8000/v1 (same as --model-args base_url=)")
     p.add_argument("--lora", default=None, metavar="NAME=PATH,...",

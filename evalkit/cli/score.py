@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from evalkit.taskapi import registry
 from evalkit.backends import parse_model_args
-from evalkit.cli.run import format_table
+from evalkit.cli.run import add_series_args, format_table
+from evalkit.run import validation
 from evalkit.run.config_builder import appended_metrics
 from evalkit.run.workflows.rescore import ScoreConfig, rescore
 
@@ -34,6 +35,7 @@ def register(sub):
     p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: the run's, else 1234)")
     p.add_argument("--name", default=None, help="system name in the run record (default: file name or the run's)")
     p.add_argument("--tag", action="append", default=[], help="tag the run record")
+    add_series_args(p)
     p.add_argument("--include-path", action="append", default=[], metavar="DIR", help="extra task files")
     p.add_argument("--output", default="results", help="results folder (a run record is written there)")
     p.add_argument("--no-output", action="store_true", help="do not write a run record")
@@ -52,10 +54,12 @@ def run(args):
         raise ValueError("--predictions is required (retrieval tasks take --run and --qrels instead)")
     from evalkit.cli.options import check_limit
     check_limit(args.limit, "score")
+    series = validation.check_series(args.series, args.step)
     metrics = appended_metrics([args.task], args.metric)
     cfg = ScoreConfig(task=args.task, predictions=args.predictions, references=args.references,
                       data_path=args.data, task_options=parse_model_args(args.task_args, "--task-args"), seed=args.seed,
-                      limit=args.limit, name=args.name, tags=args.tag, metrics=metrics)
+                      limit=args.limit, name=args.name, tags=args.tag, metrics=metrics,
+                      series=series)
     run = rescore(cfg, None if args.no_output else args.output)
     print(format_table(run))
     if run.config.get("budget_forcing"):  # a --thinking-budgets run: every budget scored again

@@ -36,6 +36,9 @@ class RunConfig:
     suite: Optional[dict] = None
     #: --thinking-budgets: {"budgets": [...], "answer_tokens": N} (``evalkit.run.budget_forcing``)
     budget_forcing: Optional[dict] = None
+    #: --series NAME --step N: a checkpoint of a training run ({"name": ..., "step": ...}), drawn by the
+    #: leaderboard's Series view as a metric-against-step curve
+    series: Optional[dict] = None
 
     def context(self, render_chat: Optional[Callable[[list], str]] = None,
                 tokenize: Optional[Callable[[str], list]] = None, max_length: Optional[int] = None) -> RunContext:
@@ -59,7 +62,8 @@ class RunConfig:
                 **({"thinking": self.thinking} if self.thinking else {}),
                 **({"tool_parser": self.tool_parser} if self.tool_parser else {}),
                 **({"suite": self.suite} if self.suite else {}),
-                **({"budget_forcing": self.budget_forcing} if self.budget_forcing else {})}
+                **({"budget_forcing": self.budget_forcing} if self.budget_forcing else {}),
+                **({"series": self.series} if self.series else {})}
 
     @classmethod
     def from_record(cls, cfg: dict) -> "RunConfig":
@@ -82,4 +86,4 @@ class RunConfig:
                    fewshot_as_multiturn=cfg.get("fewshot_as_multiturn",
                                                 False if cfg.get("apply_chat_template") else None),
                    thinking=dict(cfg.get("thinking") or {}), tool_parser=cfg.get("tool_parser"),
-                   suite=cfg.get("suite"), budget_forcing=cfg.get("budget_forcing"))
+                   suite=cfg.get("suite"), budget_forcing=cfg.get("budget_forcing"), series=cfg.get("series"))

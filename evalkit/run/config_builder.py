@@ -15,7 +15,7 @@ from evalkit.run.config import RunConfig
 from evalkit.taskapi import registry
 
 #: each setting as ``evalkit run`` spells it (the Python name is the spelling everywhere else)
-CLI = {"data": "--data", "fewshot_data": "--fewshot-data", "task_args": "--task-args", "gen_kwargs": "--gen-kwargs",
+CLI = {"series": "--series", "step": "--step", "data": "--data", "fewshot_data": "--fewshot-data", "task_args": "--task-args", "gen_kwargs": "--gen-kwargs",
        "lm_eval_gen": "--gen_kwargs", "repeats": "--repeats", "num_fewshot": "--num-fewshot", "metrics": "--metric",
        "tool_parser": "--tool-parser", "fewshot_as_multiturn": "--fewshot-as-multiturn",
        "apply_chat_template": "--apply-chat-template", "thinking_budgets": "--thinking-budgets",
@@ -30,7 +30,8 @@ def build_config(tasks, spelling: Optional[dict] = None, suite=None, **given) ->
     ``data`` and ``fewshot_data`` ({task: path}), ``task_args`` ({task: {k: v}}), ``trust_remote_code``,
     ``gen_kwargs`` (evalkit's keys), ``lm_eval_gen`` (lm-eval's, translated: ``stop`` allowed),
     ``repeats``, ``metrics`` (``evaluate:NAME`` specs), ``tool_parser``, ``thinking_budgets`` and
-    ``forced_answer_tokens``, ``shard`` ((i, n)), ``tags``."""
+    ``forced_answer_tokens``, ``shard`` ((i, n)), ``tags``, ``series`` and ``step`` (a training run's
+    checkpoint)."""
     spelling = spelling or PYTHON
 
     def flag(name: str) -> str:
@@ -61,7 +62,9 @@ def build_config(tasks, spelling: Optional[dict] = None, suite=None, **given) ->
                      gen_overrides=gen, shard=tuple(shard) if shard else None, tags=list(given.get("tags") or []),
                      fewshot_paths=fewshot, metrics=appended_metrics(names, given.get("metrics"), flag("metrics")),
                      fewshot_as_multiturn=given.get("fewshot_as_multiturn"), tool_parser=parser,
-                     suite=suite.to_record() if suite is not None else None, budget_forcing=budget_forcing(given, flag))
+                     suite=suite.to_record() if suite is not None else None, budget_forcing=budget_forcing(given, flag),
+                     series=validation.check_series(given.get("series"), given.get("step"), flag("series"),
+                                                    flag("step")))
 
 
 def _or(value, default):

@@ -8,6 +8,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 from evalkit.util.errors import ConfigError
 
@@ -29,6 +30,19 @@ def check_model_args(prefix: str, args: dict, flag: str = "--model-args") -> Non
     from evalkit.backends.options import OPTIONS
     if prefix in OPTIONS:  # (a backend registered without a declaration checks its own)
         OPTIONS[prefix].check_known(args, flag)
+
+
+def check_series(name, step, name_flag: str = "--series", step_flag: str = "--step") -> Optional[dict]:
+    """A checkpoint's place in a training run: both given (a name and a step >= 0) or neither."""
+    if name is None and step is None:
+        return None
+    if name is None or not str(name).strip():
+        raise ConfigError(f"{step_flag} {step} needs {name_flag} NAME (the training run the checkpoint belongs to)")
+    if step is None:
+        raise ConfigError(f"{name_flag} {name}: give the checkpoint's {step_flag} N (its training step)")
+    if not _is_int(step) or step < 0:
+        raise ConfigError(f"{step_flag} {step!r}: expected an integer >= 0 (the training step)")
+    return {"name": str(name).strip(), "step": int(step)}
 
 
 #: the most samples per problem (``n=``, ``--repeats``): the largest repeated-sampling studies draw 10,000

@@ -170,6 +170,7 @@ class ScoreConfig:
     name: Optional[str] = None
     tags: list = field(default_factory=list)
     metrics: list = field(default_factory=list)  # appended ``evaluate:`` metrics
+    series: Optional[dict] = None  # a training run's checkpoint (``validation.check_series``)
 
 
 REFS_PREFIX = "references:"
@@ -259,7 +260,7 @@ def rescore(cfg: ScoreConfig, output_dir: Optional[str] = "results") -> Run:
                        data_paths={cfg.task: data_path or (REFS_PREFIX + json.dumps(references) if references
                                                           else None)},
                        task_options={cfg.task: options}, tags=list(cfg.tags),
-                       metrics=list(cfg.metrics) or list(old_cfg.metrics))
+                       metrics=list(cfg.metrics) or list(old_cfg.metrics), series=cfg.series or old_cfg.series)
     responses = [task.responses_from_predictions(doc, p) for doc, p in pairs]
     if task.output_type == "generate":  # saved raw outputs of a reasoning model: the answer is scored
         config.thinking = dict(old_cfg.thinking)
