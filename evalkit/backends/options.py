@@ -48,10 +48,6 @@ class BackendOptions:
         return cls.__doc__.split("``: ", 1)[1].strip()
 
     @classmethod
-    def keys(cls) -> list:
-        return [f.name for f in dataclasses.fields(cls)]
-
-    @classmethod
     def parse(cls, args: Optional[dict], flag: str = "--model-args", replicas: bool = False):
         """The options from ``args`` (a ``--model-args`` dict or keyword arguments), every key and value
         checked; ``replicas``: the data-parallel keys are accepted (and dropped) too."""
