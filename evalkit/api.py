@@ -94,7 +94,8 @@ def _config(tasks, limit, o: dict):
     if gen:
         from evalkit.lm_eval_io.gen_kwargs import to_evalkit_gen
         gen, _ = to_evalkit_gen(gen, strict=True)  # evalkit's keys and lm-eval's (max_gen_toks, until, ...)
-    return build_config([tasks] if isinstance(tasks, str) else list(tasks), limit=limit, lm_eval_gen=gen,
+    return build_config([tasks] if isinstance(tasks, str) else list(tasks), other_tasks="keep", limit=limit,
+                        lm_eval_gen=gen,
                         **{k: o[k] for k in CONFIG_OPTIONS if k in o},
                         **({"include_path": [include]} if isinstance(include, str) else {}))
 

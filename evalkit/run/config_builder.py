@@ -23,7 +23,8 @@ CLI = {"series": "--series", "step": "--step", "data": "--data", "fewshot_data":
 PYTHON = {"lm_eval_gen": "gen_kwargs"}  # evalkit.evaluate's gen_kwargs take lm-eval's keys too
 
 
-def build_config(tasks, spelling: Optional[dict] = None, suite=None, **given) -> RunConfig:
+def build_config(tasks, spelling: Optional[dict] = None, suite=None, other_tasks: str = "refuse",
+                 **given) -> RunConfig:
     """The run's config from ``tasks`` (names, comma lists, patterns), a loaded ``suite`` (its tasks
     come first, its settings apply where ``given`` has none) and ``given``: ``include_path``, ``limit``,
     ``seed``, ``num_fewshot``, ``apply_chat_template``, ``fewshot_as_multiturn``, ``system_prompt``,
@@ -31,7 +32,9 @@ def build_config(tasks, spelling: Optional[dict] = None, suite=None, **given) ->
     ``gen_kwargs`` (evalkit's keys), ``lm_eval_gen`` (lm-eval's, translated: ``stop`` allowed),
     ``repeats``, ``metrics`` (``evaluate:NAME`` specs), ``tool_parser``, ``thinking_budgets`` and
     ``forced_answer_tokens``, ``shard`` ((i, n)), ``tags``, ``series`` and ``step`` (a training run's
-    checkpoint)."""
+    checkpoint). ``other_tasks``: what data paths and task options naming tasks that are not run get,
+    ``refuse`` (the command line and the gate: a typo) or ``keep`` (the Python API, where one options dict
+    often serves several calls)."""
     spelling = spelling or PYTHON
 
     def flag(name: str) -> str:
@@ -45,7 +48,7 @@ def build_config(tasks, spelling: Optional[dict] = None, suite=None, **given) ->
     if suite is not None:
         given = {**{k: st[k] for k in ("apply_chat_template", "fewshot_as_multiturn", "num_fewshot") if k in st},
                  **{k: v for k, v in given.items() if v is not None}}
-    data, fewshot, task_opts = paths_and_options(names, suite, given, flag)
+    data, fewshot, task_opts = paths_and_options(names, suite, given, flag, refuse_others=other_tasks == "refuse")
     validation.check_num_fewshot(given.get("num_fewshot"), flag("num_fewshot"))
     parser = given.get("tool_parser")
     if parser is not None:
@@ -80,18 +83,18 @@ def generation(st: dict, given: dict, flag) -> dict:
     return validation.merge_repeats({**gen, **lm_gen}, given.get("repeats"), flag("repeats"))
 
 
-def paths_and_options(names: list, suite, given: dict, flag) -> tuple[dict, dict, dict]:
-    """(data paths, few-shot paths, task options), each naming only tasks of the run."""
+def paths_and_options(names: list, suite, given: dict, flag, refuse_others: bool = True) -> tuple[dict, dict, dict]:
+    """(data paths, few-shot paths, task options); ``refuse_others``: each may name only tasks of the run."""
     data = {t: str(p) for t, p in (given.get("data") or {}).items()}
     fewshot = {t: str(p) for t, p in (given.get("fewshot_data") or {}).items()}
     for key, named in (("data", data), ("fewshot_data", fewshot)):
-        unknown = [t for t in named if t not in names]
+        unknown = [t for t in named if t not in names] if refuse_others else []
         if unknown:
             raise ValueError(f"{flag(key)} names task(s) not being run: {', '.join(unknown)} "
                              f"(running: {', '.join(names)})")
     task_opts = {t.name: dict(t.task_args) for t in suite.tasks if t.task_args} if suite is not None else {}
     for t, opts in (given.get("task_args") or {}).items():
-        if t not in names:
+        if refuse_others and t not in names:
             raise ValueError(f"{flag('task_args')}: task {t!r} is not being run (running: {', '.join(names)})")
         task_opts.setdefault(t, {}).update(opts)
     if given.get("trust_remote_code"):
