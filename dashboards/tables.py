@@ -125,6 +125,12 @@ def filter_cells(cells: pd.DataFrame, f: Filters) -> pd.DataFrame:
     return out
 
 
+def col_labels(cells: pd.DataFrame) -> dict:
+    """{task column key: its label} (``columns``'s ``col_label``)."""
+    meta = columns(cells)
+    return dict(zip(meta["col"], meta["col_label"])) if len(meta) else {}
+
+
 def columns(cells: pd.DataFrame) -> pd.DataFrame:
     """One row per leaderboard column: col id, label, task, family, metrics (record order), note."""
     if not len(cells):

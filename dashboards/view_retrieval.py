@@ -45,8 +45,7 @@ def render(store, filters: tables.Filters) -> None:
         st.info("No retrieval results: run `evalkit retrieve ...` or `evalkit score --task retrieval --run ... "
                 "--qrels ...` and reload.")
         return
-    meta = tables.columns(store.cells())
-    label = dict(zip(meta["col"], meta["col_label"])) if len(meta) else {}
+    label = tables.col_labels(store.cells())
     cols = list(dict.fromkeys(frame["col"]))
     col = choose(st, "selectbox", "Task", cols, "retrieval_col", format_func=lambda c: label.get(c, c))
     fams = [f for f in FAMILIES if f in set(frame[frame["col"] == col]["family"])]

@@ -39,8 +39,7 @@ def render(store, filters: tables.Filters) -> None:
         return
     name = choose(st, "selectbox", "Training run", sorted(frame["series"].unique()), "series_name")
     sel = frame[frame["series"] == name]
-    meta = tables.columns(store.cells())
-    label = dict(zip(meta["col"], meta["col_label"])) if len(meta) else {}
+    label = tables.col_labels(store.cells())
     cols = list(dict.fromkeys(sel["col"]))
     shown = choose(st, "multiselect", "Tasks", cols, "series_tasks", default=cols[:MAX_CHARTS],
                    format_func=lambda c: label.get(c, c)) or cols[:MAX_CHARTS]
