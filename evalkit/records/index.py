@@ -123,13 +123,17 @@ def runs(results_dir, query: Query = Query()) -> list[dict]:
     try:
         where, args = _where(query)
         found = [dict(r) for r in con.execute(f"SELECT * FROM runs {where} ORDER BY created_at DESC, folder", args)]
+        by_folder = {r["folder"]: r for r in found}
         for r in found:
-            r["tags"] = json.loads(r["tags"] or "[]")
-            sql, margs = "SELECT * FROM metrics WHERE folder = ?", [r["folder"]]
-            if query.task:
-                sql, margs = sql + " AND task GLOB ?", margs + [query.task]
-            r["metrics"] = [{k: m[k] for k in ("task", "metric", "value", "ci_low", "ci_high", "n")}
-                            for m in con.execute(sql + " ORDER BY task, metric", margs)]
+            r["tags"], r["metrics"] = json.loads(r["tags"] or "[]"), []
+        # every matching run's metrics in one query (not one per run)
+        sql = f"SELECT * FROM metrics WHERE folder IN (SELECT folder FROM runs {where})"
+        margs = list(args)
+        if query.task:
+            sql, margs = sql + " AND task GLOB ?", margs + [query.task]
+        for m in con.execute(sql + " ORDER BY task, metric", margs):
+            by_folder[m["folder"]]["metrics"].append(
+                {k: m[k] for k in ("task", "metric", "value", "ci_low", "ci_high", "n")})
         return found
     finally:
         con.close()
