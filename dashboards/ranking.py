@@ -8,6 +8,11 @@
   beats, ties ½), averaged over the columns, equally or weighted by the columns' item counts.
 - Its 95% CI is a parametric bootstrap: each cell redrawn from a normal with the cell's standard
   error (``stderr``, else CI width / 3.92), the win rates recomputed, percentiles 2.5 and 97.5.
+- Cost: a column's win rates come from its sorted values (a model's win rate is its average rank,
+  ties averaged, minus one, over the others), so each bootstrap round costs O(models log models) per
+  column, not the O(models²) of comparing every pair; the rounds are drawn in chunks, so memory stays
+  at ``CHUNK`` rounds x models x columns. The figures are exactly those of the pairwise count
+  (``tests/dashboards/test_ranking_scale.py`` checks both on fixtures).
 - Ranks: the same rule as every column (``tables.tied_ranks``): '=' means the CI overlaps the CI of
   the group's leader, nothing else, anywhere.
 """
@@ -61,20 +66,48 @@ def shared_columns(values: pd.DataFrame) -> list:
     return best or list(values.columns)
 
 
-def _win_rates(x: np.ndarray) -> np.ndarray:
-    """x: (..., models) oriented so that higher is better -> the share of the others each model beats."""
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks along the last axis, tied values sharing the mean of their positions (one sort)."""
+    order = np.argsort(x, axis=-1, kind="stable")
+    xs = np.take_along_axis(x, order, axis=-1)
     m = x.shape[-1]
-    beats = (x[..., :, None] > x[..., None, :]).sum(axis=-1)
-    ties = (x[..., :, None] == x[..., None, :]).sum(axis=-1) - 1
-    return (beats + 0.5 * ties) / (m - 1)
+    pos = np.broadcast_to(np.arange(m), x.shape)
+    starts = np.concatenate([np.ones(x.shape[:-1] + (1,), bool), xs[..., 1:] != xs[..., :-1]], axis=-1)
+    ends = np.concatenate([xs[..., 1:] != xs[..., :-1], np.ones(x.shape[:-1] + (1,), bool)], axis=-1)
+    first = np.maximum.accumulate(np.where(starts, pos, 0), axis=-1)
+    last = np.flip(np.minimum.accumulate(np.flip(np.where(ends, pos, m - 1), axis=-1), axis=-1), axis=-1)
+    ranks = np.empty(x.shape, float)
+    np.put_along_axis(ranks, order, (first + last) / 2 + 1, axis=-1)
+    return ranks
 
 
-def _se(v, lo, hi, stderr) -> float:
-    if stderr is not None and np.isfinite(stderr) and stderr > 0:
-        return float(stderr)
-    if np.isfinite(lo) and np.isfinite(hi) and hi > lo:
-        return float(hi - lo) / 3.92
-    return 0.0
+def _win_rates(x: np.ndarray) -> np.ndarray:
+    """x: (..., models) oriented so that higher is better -> the share of the others each model beats
+    (ties ½): the number below it plus half the others equal to it, i.e. its average rank - 1."""
+    return (average_ranks(x) - 1) / (x.shape[-1] - 1)
+
+
+CHUNK = 100   # bootstrap rounds drawn at once
+
+
+def _standard_errors(v: np.ndarray, lo: np.ndarray, hi: np.ndarray, stderr: Optional[np.ndarray]) -> np.ndarray:
+    """A cell's standard error: its ``stderr`` when positive, else its CI width / 3.92, else 0."""
+    width = np.where(np.isfinite(lo) & np.isfinite(hi) & (hi > lo), (hi - lo) / 3.92, 0.0)
+    if stderr is None:
+        return width
+    return np.where(np.isfinite(stderr) & (stderr > 0), stderr, width)
+
+
+def _bootstrap(v: np.ndarray, se: np.ndarray, sign: np.ndarray, w: np.ndarray, rounds: int,
+               rng: np.random.Generator) -> np.ndarray:
+    """(rounds, models) overall scores, the cells redrawn CHUNK rounds at a time (the same normal
+    stream as drawing all rounds at once)."""
+    out = np.empty((rounds, v.shape[0]))
+    for start in range(0, rounds, CHUNK):
+        n = min(CHUNK, rounds - start)
+        draws = (v[None] + rng.standard_normal((n, *v.shape)) * se[None]) * sign     # n x models x cols
+        out[start:start + n] = (_win_rates(np.transpose(draws, (0, 2, 1))) * w[None, :, None]).sum(axis=1)
+    return out
 
 
 def overall_ranking(values: pd.DataFrame, ci_low: pd.DataFrame, ci_high: pd.DataFrame, higher_is_better: dict,
@@ -85,9 +118,10 @@ def overall_ranking(values: pd.DataFrame, ci_low: pd.DataFrame, ci_high: pd.Data
 
     cols = [c for c in cols if c in values.columns]
     out = pd.DataFrame(index=values.index, columns=OVERALL_COLUMNS, dtype=object)
-    covered = {e: tuple(c for c in cols if pd.notna(values.at[e, c])) for e in values.index}
+    filled = values[cols].notna().to_numpy() if cols else np.zeros((len(values), 0), bool)
+    covered = {e: tuple(c for c, f in zip(cols, row) if f) for e, row in zip(values.index, filled)}
     out["covered"] = pd.Series(covered)
-    out["coverage"] = [len(covered[e]) for e in values.index]
+    out["coverage"] = filled.sum(axis=1)
     groups: dict = {}
     for e, cov in covered.items():
         groups.setdefault(cov, []).append(e)
@@ -101,15 +135,12 @@ def overall_ranking(values: pd.DataFrame, ci_low: pd.DataFrame, ci_high: pd.Data
         w = np.array([float((weights or {}).get(c, 1.0) or 1.0) for c in cov])
         w = w / w.sum()
         sign = np.array([1.0 if higher_is_better.get(c, True) else -1.0 for c in cov])
-        v = values.loc[members, list(cov)].to_numpy(float)                 # models x cols
-        se = np.array([[_se(values.at[e, c], float(ci_low.at[e, c]) if pd.notna(ci_low.at[e, c]) else np.nan,
-                            float(ci_high.at[e, c]) if pd.notna(ci_high.at[e, c]) else np.nan,
-                            None if stderr is None or pd.isna(stderr.at[e, c]) else float(stderr.at[e, c]))
-                        for c in cov] for e in members])
+        pick = (members, list(cov))
+        v = values.loc[pick].to_numpy(float)                                # models x cols
+        se = _standard_errors(v, ci_low.loc[pick].to_numpy(float), ci_high.loc[pick].to_numpy(float),
+                              None if stderr is None else stderr.loc[pick].to_numpy(float))
         point = (_win_rates((v * sign).T) * w[:, None]).sum(axis=0)       # per model
-        draws = v[None] + rng.standard_normal((rounds, *v.shape)) * se[None]
-        boot = (_win_rates(np.transpose(draws * sign, (0, 2, 1))) * w[None, :, None]).sum(axis=1)
-        lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
+        lo, hi = np.percentile(_bootstrap(v, se, sign, w, rounds, rng), [2.5, 97.5], axis=0)
         out.loc[members, "score"] = point
         out.loc[members, "ci_low"] = np.minimum(lo, point)
         out.loc[members, "ci_high"] = np.maximum(hi, point)
