@@ -29,10 +29,12 @@ ARENA_COLUMNS = ["model", "category", "baseline", "score (90% CI)", "style-contr
 
 def _entries(store, sel: pd.DataFrame, task: str):
     """(label, run_id, entry) of ``sel``'s rows of ``task``, one per run."""
-    recs = store.records()
     for _, row in sel.drop_duplicates("run_id").iterrows():
-        rec = recs.get(row["run_id"])
-        entry = rec.tasks.get(task) if rec is not None else None
+        try:
+            rec = store.record(row["run_id"])                 # the whole record: the task's extras
+        except KeyError:
+            continue
+        entry = rec.tasks.get(task)
         if entry is not None:
             yield row["label"], row["run_id"], rec, entry
 

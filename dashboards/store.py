@@ -1,10 +1,14 @@
 """``ResultsStore``: every run record under one results folder (plus battle files), read lazily and
 cached (no Streamlit here: notebooks can use it).
 
-``refresh()`` lists the folder and re-reads only the ``run.json`` files whose size or mtime changed,
-so a rerun of the dashboard costs a directory listing; samples are read only when a view asks for
-one (run, task), and the last few are kept in memory. A record or battle file that cannot be read is
-skipped and named in ``errors`` (file: why), never raised.
+``refresh()`` brings the folder's run index (``evalkit.records.index``) up to date, which reads only
+the ``run.json`` files whose size or mtime changed, and takes the runs' summaries from it: the
+leaderboard never parses 10,000 run.json files, and a rerun of the dashboard costs a directory
+listing. ``records()`` are those summaries (metrics, CIs, config, judge figures; not the bulky
+per-task parts); ``record(run_id)`` is the whole run.json, read when a view needs one run's
+breakdowns or extras (the last few kept). Samples are read only when a view asks for one (run,
+task), and the last few are kept in memory. A record or battle file that cannot be read is skipped
+and named in ``errors`` (file: why), never raised.
 
 Frames: ``runs()`` one row per run; ``cells()`` one row per run x task x metric (``cells.py``);
 ``samples(run_id, task)`` one row per sample (``samples.py``).
@@ -19,7 +23,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from evalkit.records import RunRecord, load_run
+from evalkit.records import RunRecord, index, load_run
 
 from .battles import battles_record
 from .cells import CELL_COLUMNS, RUN_COLUMNS, arena_cells, run_row, static_cells
@@ -27,6 +31,7 @@ from .labels import label_columns, row_labels
 from .samples import empty_samples, samples_frame, samples_path
 
 SAMPLE_CACHE_SIZE = 8
+RECORD_CACHE_SIZE = 64
 
 
 @dataclass
@@ -54,6 +59,7 @@ class ResultsStore:
         self._battle_records: dict[str, _Loaded] = {}
         self._frames: dict[str, pd.DataFrame] = {}
         self._samples: OrderedDict = OrderedDict()
+        self._full: OrderedDict = OrderedDict()
         self.version = 0
         self.errors: dict[str, str] = {}
         self._lock = threading.RLock()   # one store serves every browser session (threads)
@@ -65,36 +71,34 @@ class ResultsStore:
             return self._refresh()
 
     def _refresh(self) -> bool:
-        changed = False
-        seen = set()
-        if self.results_dir.is_dir():
-            for child in sorted(self.results_dir.iterdir()):
-                rj = child / "run.json"
-                if child.name.startswith(".") or not rj.is_file():
-                    continue
-                try:
-                    st = rj.stat()
-                except OSError:
-                    continue
-                sig = (st.st_mtime_ns, st.st_size)
-                seen.add(child.name)
-                old = self._loaded.get(child.name)
-                if old is not None and old.sig == sig:
-                    continue
-                try:
-                    self._loaded[child.name] = _Loaded(sig, _check(load_run(child)))
-                    self.errors.pop(child.name, None)
-                except (ValueError, OSError) as e:          # JSONDecodeError is a ValueError
-                    self.errors[child.name] = f"{rj}: {e}" if str(rj) not in str(e) else str(e)
-                    self._loaded.pop(child.name, None)
-                changed = True
-        for gone in set(self._loaded) - seen:
-            del self._loaded[gone]
-            changed = True
+        changed = self._refresh_runs()
         changed |= self._refresh_battles()
         if changed:
             self._frames.clear()
             self.version += 1
+        return changed
+
+    def _refresh_runs(self) -> bool:
+        if not self.results_dir.is_dir():
+            changed = bool(self._loaded)
+            self._loaded.clear()
+            return changed
+        done = index.update(self.results_dir)
+        for folder in [f for f in self.errors if f not in done.unreadable and "/" not in f]:
+            del self.errors[folder]
+        self.errors.update(done.unreadable)
+        sigs, fresh = index.summaries(self.results_dir, {f: x.sig for f, x in self._loaded.items()})
+        changed = False
+        for folder, data in fresh.items():
+            try:
+                self._loaded[folder] = _Loaded(sigs[folder], _check(RunRecord(self.results_dir / folder, data)))
+            except (ValueError, OSError) as e:
+                self.errors[folder] = f"{self.results_dir / folder / 'run.json'}: {e}"
+                self._loaded.pop(folder, None)
+            changed = True
+        for gone in set(self._loaded) - set(sigs):
+            del self._loaded[gone]
+            changed = True
         return changed
 
     def _refresh_battles(self) -> bool:
@@ -125,10 +129,30 @@ class ResultsStore:
         return out
 
     def record(self, run_id: str) -> RunRecord:
+        """The whole record of one run (its run.json read again when it changed; the last few kept)."""
         recs = self.records()
         if run_id not in recs:
             raise KeyError(f"no run {run_id!r} in {self.results_dir}")
-        return recs[run_id]
+        summary = recs[run_id]
+        rj = Path(summary.path) / "run.json"
+        try:
+            st = rj.stat()
+        except OSError:
+            return summary                     # a battle file's ratings, or a folder just removed
+        key = (run_id, st.st_mtime_ns, st.st_size)
+        with self._lock:
+            if key in self._full:
+                self._full.move_to_end(key)
+                return self._full[key]
+        try:
+            full = _check(load_run(rj.parent))
+        except (ValueError, OSError):
+            return summary
+        with self._lock:
+            self._full[key] = full
+            while len(self._full) > RECORD_CACHE_SIZE:
+                self._full.popitem(last=False)
+        return full
 
     def runs(self) -> pd.DataFrame:
         with self._lock:

@@ -187,9 +187,8 @@ def breakdowns(store, cells: pd.DataFrame, col: str) -> pd.DataFrame:
     categories (``dim:group`` keys; a key without ``:`` is a category) and turns (``*_turnN`` metrics)."""
     sel = cells[cells["col"] == col].drop_duplicates("entry")
     rows = []
-    recs = store.records()
     for _, c in sel.iterrows():
-        t = recs[c["run_id"]].tasks.get(c["task"])
+        t = store.record(c["run_id"]).tasks.get(c["task"])
         if t is None:
             continue
         for key, metrics in t.breakdowns.items():
@@ -213,9 +212,8 @@ def grpo_figures(store, cells: pd.DataFrame, col: str) -> pd.DataFrame:
     pass@k for k <= G (``k`` set) and the group shares (all equal, learnable, ...), each with its CI."""
     sel = cells[cells["col"] == col].drop_duplicates("entry")
     rows = []
-    recs = store.records()
     for _, c in sel.iterrows():
-        g = recs[c["run_id"]].tasks.get(c["task"], {}).get("grpo") or {}
+        g = store.record(c["run_id"]).tasks.get(c["task"], {}).get("grpo") or {}
         for name, mv in (g.get("figures") or {}).items():
             mv = as_metric_value(mv)
             if mv is not None:
@@ -240,11 +238,11 @@ def best_of_n_figures(store, cells: pd.DataFrame, col: str, latest_only: bool = 
     ``latest_only`` keeps the latest run per model row and reward model."""
     sel = cells[cells["col"] == col].sort_values("created_at", ascending=False, kind="stable")
     rows, heads, seen = [], [], set()
-    recs = store.records()
     for _, c in sel.drop_duplicates("run_id").iterrows():
-        b = recs[c["run_id"]].tasks.get(c["task"], {}).get("best_of_n") or {}
+        rec = store.record(c["run_id"])
+        b = rec.tasks.get(c["task"], {}).get("best_of_n") or {}
         ns, curves = b.get("ns") or [], b.get("curves") or {}
-        rm_info = recs[c["run_id"]].run.reward_model or {}
+        rm_info = rec.run.reward_model or {}
         rm = str(rm_info.get("name") or rm_info.get("spec") or b.get("reward_model") or "reward model")
         if not ns or not isinstance(curves, dict) or (latest_only and (c["entry"], rm) in seen):
             continue

@@ -42,7 +42,7 @@ def _common(p):
 
 def _updated(args) -> index.Updated:
     done = index.update(args.results)
-    for line in done.unreadable:
+    for line in done.unreadable.values():
         print(f"warning: skipped {line}", file=sys.stderr)
     return done
 

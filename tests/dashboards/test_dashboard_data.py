@@ -21,6 +21,7 @@ from evalkit.compare import NotComparable
 from evalkit.compare.analysis import CompareOptions
 from evalkit.dashboards import board, data, pairs, tables
 from evalkit.records import load_run
+from evalkit.records.index import INDEX_NAME
 
 
 @pytest.fixture(scope="session")
@@ -56,10 +57,12 @@ def test_data_layer_does_not_import_streamlit():
 def test_summaries_first_samples_on_demand_and_refresh(results, tmp_path, monkeypatch):
     root = tmp_path / "r"
     shutil.copytree(results, root)
+    (root / INDEX_NAME).unlink(missing_ok=True)         # copied with its mtimes: it would still be valid
     loads, sample_reads = [], []
-    from evalkit.dashboards import samples as dsamples, store as dstore
-    real_load, real_read = dstore.load_run, dsamples.read_samples
-    monkeypatch.setattr(dstore, "load_run", lambda p: loads.append(p) or real_load(p))
+    from evalkit.dashboards import samples as dsamples
+    from evalkit.records import index as run_index          # the store reads records through the run index
+    real_load, real_read = run_index.load_run, dsamples.read_samples
+    monkeypatch.setattr(run_index, "load_run", lambda p: loads.append(p) or real_load(p))
     monkeypatch.setattr(dsamples, "read_samples", lambda path: sample_reads.append(path.name) or real_read(path))
     s = data.ResultsStore(root)
     assert s.refresh() and len(loads) == len(list(root.glob("*/run.json"))) == 8

@@ -24,7 +24,7 @@ def _snapshot(results) -> list:
 def test_update_reads_only_new_or_changed_records_and_forgets_removed_ones(tmp_path):
     results = many_models(tmp_path / "results", 8)
     first = index.update(results)
-    assert (first.read, first.removed, first.total, first.unreadable) == (8, 0, 8, [])
+    assert (first.read, first.removed, first.total, first.unreadable) == (8, 0, 8, {})
     assert index.update(results).read == 0                              # nothing changed: nothing read
     folder = sorted(p for p in results.iterdir() if p.is_dir())[3]
     data = json.loads((folder / "run.json").read_text())
@@ -78,7 +78,7 @@ def test_a_half_written_record_is_named_and_read_once_it_is_whole(tmp_path):
     bad.mkdir()
     (bad / "run.json").write_text('{"schema_version": 2, "run_id": ')
     done = index.update(results)
-    assert done.total == 2 and len(done.unreadable) == 1 and str(bad / "run.json") in done.unreadable[0]
+    assert done.total == 2 and len(done.unreadable) == 1 and str(bad / "run.json") in done.unreadable[bad.name]
     good = next(p for p in results.iterdir() if p.is_dir() and p != bad)
     (bad / "run.json").write_text((good / "run.json").read_text())
     assert index.update(results).total == 3
@@ -96,7 +96,7 @@ def test_two_writers_and_a_run_finishing_corrupt_nothing(tmp_path):
     for w in writers:
         assert w.wait(120) == 0
     final = index.update(results)
-    assert final.total == 16 and final.unreadable == []
+    assert final.total == 16 and final.unreadable == {}
     con = sqlite3.connect(index.index_path(results))
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     n_metrics = con.execute("SELECT COUNT(*) FROM metrics").fetchone()[0]
