@@ -48,7 +48,11 @@ def sidebar_filters(cells) -> tables.Filters:
                       help="empty = all")
     all_tags = sorted({t for ts in cells["tags"] for t in (ts or ())})
     tags = choose(sb, "multiselect", "Tag", all_tags, "f_tag", help="runs with any of these tags; empty = all")
-    models = choose(sb, "multiselect", "Models", sorted(cells["label"].dropna().unique()), "f_models",
+    split = sb.toggle("A row per model and settings", value=False, key="f_by_settings",
+                      help="off: one row per model (name and weights), its newest run in each cell, whatever "
+                           "the backend and generation settings; on: a row per backend and generation settings")
+    labels = cells["setting_label" if split else "label"]
+    models = choose(sb, "multiselect", "Models", sorted(labels.dropna().unique()), "f_models",
                     help="rows to show; empty = all")
     dates = cells["created_at"].dropna()
     since = until = None
@@ -59,7 +63,7 @@ def sidebar_filters(cells) -> tables.Filters:
             since, until = picked
     latest = sb.checkbox("Newest run per cell only", value=True, key="f_latest",
                          help="several runs can fill one model x column cell; off = every run (task view)")
-    return tables.Filters(fams or None, backends or None, tags or None, since, until, latest, models or None)
+    return tables.Filters(fams or None, backends or None, tags or None, since, until, latest, models or None, split)
 
 
 def main() -> None:

@@ -114,6 +114,11 @@ def build_leaderboard(cells: pd.DataFrame, metric_for: Optional[dict] = None, co
     if len(superseded):
         notes.append(f"{superseded.drop_duplicates(['entry', 'col'])['entry'].size} cells have several runs; "
                      f"the newest is shown (see Provenance)")
+    mixed = cells[(cells["col"].isin(cols)) & (cells["n_settings"] > 1)] if "n_settings" in cells else []
+    if len(mixed):
+        notes.append(f"{mixed['entry'].nunique()} models have runs under several settings (backend, generation); "
+                     f"a row is a model and its newest run fills each cell: switch on 'A row per model and "
+                     f"settings' in the sidebar to see each setting as its own row")
     return Leaderboard(out, values.loc[order], frames["ranks"].loc[order], pick, labels, notes, grid, headers, ov,
                        ov_cols, hib_of, metric_for, order, frames["lo"].loc[order], frames["hi"].loc[order])
 

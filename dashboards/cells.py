@@ -9,12 +9,12 @@ import pandas as pd
 
 from evalkit.records import RunRecord
 
-from .labels import ARENA_TASK, col_key, entry_key, gen_text, task_family
+from .labels import ARENA_TASK, col_key, entry_key, gen_text, task_family, weights_id
 
 RUN_COLUMNS = ["run_id", "folder", "path", "kind", "model", "spec", "backend", "identity_hash", "gen", "entry",
-               "created_at", "date", "tags", "tasks", "evalkit_version", "git_sha", "judge", "limit", "seed",
+               "weights", "setting_entry", "settings", "created_at", "date", "tags", "tasks", "evalkit_version", "git_sha", "judge", "limit", "seed",
                "series", "step"]
-CELL_COLUMNS = ["run_id", "entry", "label", "model", "backend", "created_at", "tags", "task", "family", "version",
+CELL_COLUMNS = ["run_id", "entry", "label", "setting_entry", "setting_label", "settings", "model", "backend", "created_at", "tags", "task", "family", "version",
                 "prompt_hash", "n_docs", "col", "metric", "metric_order", "value", "ci_low", "ci_high", "stderr",
                 "n", "kind", "higher_is_better", "series", "step"]
 
@@ -42,10 +42,13 @@ def run_row(rec: RunRecord) -> dict:
     created = timestamp(run.created_at)
     gen = cfg.get("gen_overrides") or {}
     name = str(m.name or m.spec or "?")
+    weights = weights_id(m)
     return {"run_id": rec.run_id, "folder": rec.path.name, "path": str(rec.path), "kind": kind,
             "model": name, "spec": m.spec or None, "backend": str(m.backend or "?"),
             "identity_hash": m.identity_hash or "", "gen": gen_text(gen),
-            "entry": entry_key(name, m.identity_hash or "", gen),
+            "entry": entry_key(name, weights), "weights": weights,
+            "setting_entry": entry_key(name, m.identity_hash or "", gen),
+            "settings": f"{m.backend or '?'}: {gen_text(gen)}",
             "created_at": created, "date": created.date() if not pd.isna(created) else None,
             "tags": tuple(str(t) for t in cfg.get("tags") or ()), "tasks": tuple(run.tasks),
             "evalkit_version": (run.versions or {}).get("evalkit"), "git_sha": run.git_sha,
@@ -60,10 +63,12 @@ def series_of(cfg: dict) -> dict:
     return {"series": str(s["name"]) if ok else None, "step": s["step"] if ok else None}
 
 
-def static_cells(rec: RunRecord, row: dict, label: str) -> list[dict]:
+def static_cells(rec: RunRecord, row: dict, label: str, setting_label: str) -> list[dict]:
     out = []
     for task, t in rec.run.tasks.items():
-        base = {"run_id": row["run_id"], "entry": row["entry"], "label": label, "model": row["model"],
+        base = {"run_id": row["run_id"], "entry": row["entry"], "label": label,
+                "setting_entry": row["setting_entry"], "setting_label": setting_label,
+                "settings": row["settings"], "model": row["model"],
                 "backend": row["backend"], "created_at": row["created_at"], "tags": row["tags"], "task": task,
                 "family": task_family(task), "version": str(t.version), "prompt_hash": t.prompt_hash,
                 "n_docs": t.n_docs, "col": col_key(task, t.version, t.prompt_hash),
@@ -86,7 +91,9 @@ def arena_cells(rec: RunRecord, row: dict, by_name: dict, labels: dict) -> list[
                 continue
             entries = list(by_name.get(model, ()))
             entry = entries[0] if len(entries) == 1 else entry_key(model, "", {"arena": True})
-            out.append({"run_id": row["run_id"], "entry": entry, "label": labels.get(entry, model), "model": model,
+            label = labels.get(entry, model)
+            out.append({"run_id": row["run_id"], "entry": entry, "label": label, "setting_entry": entry,
+                        "setting_label": label, "settings": "arena", "model": model,
                         "backend": "arena", "created_at": row["created_at"], "tags": row["tags"], "task": task,
                         "family": "arena", "version": str(t.version), "prompt_hash": t.prompt_hash,
                         "n_docs": t.n_docs, "col": col_key(task, t.version, t.prompt_hash),

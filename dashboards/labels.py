@@ -1,11 +1,14 @@
 """Row and column keys and labels of the leaderboard, and task families (no Streamlit, no engine).
 
-A *row* (``entry``) is a model's name, identity hash and generation overrides, so two settings of one
-model are two rows; a *column* (``col``) is a task, its version and its prompt hash, so runs whose
-prompts differ never share a column.
+A *row* (``entry``) is a model: its name and its weights (``weights_id``), so runs of one model under
+other generation settings or backends fill one row (the newest run fills a cell), and records that
+``evalkit score --name X`` made belong to model X. The rows can be split by settings instead
+(``setting_entry``: name, backend identity and generation overrides). A *column* (``col``) is a
+task, its version and its prompt hash, so runs whose prompts differ never share a column.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Optional
 
@@ -54,19 +57,36 @@ def col_key(task: str, version, prompt_hash) -> str:
     return f"{task}|v{version}|{prompt_hash or ''}"
 
 
-def row_labels(static: pd.DataFrame) -> dict:
-    """Row labels: the model name, plus what tells apart several settings of one name."""
+def weights_id(model) -> str:
+    """What tells a model's weights apart (a record's ``model``): the content hash of a local model
+    folder, else its source and revision; nothing for scored predictions (``evalkit score``: the
+    model is its ``--name``) or a model with no identity beyond its cache key."""
+    if model.backend == "predictions":
+        return ""
+    ident = model.identity or {}
+    if not ident:
+        return model.identity_hash or ""
+    key = ident.get("content") or {k: ident.get(k) for k in ("source", "model", "revision", "adapter", "lora")}
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+#: what a label adds when one name has several rows: per model the weights, per setting the settings
+_LABEL_PARTS = {"entry": (("weights", "weights {}", 6),),
+                "setting_entry": (("gen", "{}", None), ("identity_hash", "id {}", 6))}
+
+
+def row_labels(static: pd.DataFrame, key: str = "entry") -> dict:
+    """Row labels: the model name, plus what tells apart several rows of one name."""
     out = {}
     for name, grp in static.groupby("model"):
-        variants = grp.drop_duplicates("entry")
+        variants = grp.drop_duplicates(key)
         if len(variants) == 1:
-            out[variants["entry"].iloc[0]] = str(name)
+            out[variants[key].iloc[0]] = str(name)
             continue
-        gens_differ = variants["gen"].nunique() > 1
-        ids_differ = variants["identity_hash"].nunique() > 1
+        shown = [(c, fmt, cut) for c, fmt, cut in _LABEL_PARTS[key] if variants[c].nunique() > 1]
         for _, v in variants.iterrows():
-            parts = ([v["gen"]] if gens_differ else []) + ([f"id {v['identity_hash'][:6]}"] if ids_differ else [])
-            out[v["entry"]] = f"{name} [{'; '.join(parts)}]"
+            parts = [fmt.format(str(v[c])[:cut] if cut else v[c]) for c, fmt, cut in shown]
+            out[v[key]] = f"{name} [{'; '.join(parts)}]"
     return out
 
 

@@ -173,13 +173,13 @@ class ResultsStore:
             run_rows.append(run_row(rec))
         runs = pd.DataFrame(run_rows, columns=RUN_COLUMNS)
         static = runs[runs["kind"] != "arena"]
-        labels = row_labels(static)
+        labels, setting_labels = row_labels(static), row_labels(static, "setting_entry")
         by_name = static.groupby("model")["entry"].unique().to_dict() if len(static) else {}
         for rec, row in zip(recs.values(), run_rows):
             if row["kind"] == "arena":
                 cell_rows.extend(arena_cells(rec, row, by_name, labels))
             else:
-                cell_rows.extend(static_cells(rec, row, labels[row["entry"]]))
+                cell_rows.extend(static_cells(rec, row, labels[row["entry"]], setting_labels[row["setting_entry"]]))
         runs["label"] = [labels.get(e, m) for e, m in zip(runs["entry"], runs["model"])]
         cells = pd.DataFrame(cell_rows, columns=CELL_COLUMNS)
         cells = label_columns(cells)
@@ -187,9 +187,11 @@ class ResultsStore:
             cells = cells.sort_values("created_at", ascending=False, kind="stable")
             key = ["entry", "col", "metric"]
             cells["n_runs"] = cells.groupby(key)["run_id"].transform("count")
+            cells["n_settings"] = cells.groupby(key)["settings"].transform("nunique")
             cells["latest"] = ~cells.duplicated(key, keep="first")
         else:
             cells["n_runs"], cells["latest"] = pd.Series(dtype=int), pd.Series(dtype=bool)
+            cells["n_settings"] = pd.Series(dtype=int)
         self._frames["runs"] = runs.sort_values("created_at", ascending=False, kind="stable").reset_index(drop=True)
         self._frames["cells"] = cells.reset_index(drop=True)
 

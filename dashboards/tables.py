@@ -96,6 +96,7 @@ class Filters:
     until: Optional[object] = None        # inclusive (the whole day)
     latest_only: bool = True
     models: Optional[Sequence[str]] = None    # row labels; None = all
+    by_settings: bool = False                 # a row per model and settings (backend, generation), not per model
 
 
 def _utc(t) -> pd.Timestamp:
@@ -103,7 +104,14 @@ def _utc(t) -> pd.Timestamp:
     return t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
 
 
+def by_settings(cells: pd.DataFrame) -> pd.DataFrame:
+    """The cells with a row per model and settings (``labels``): ``entry``/``label`` swapped."""
+    return cells.assign(entry=cells["setting_entry"], label=cells["setting_label"])
+
+
 def filter_cells(cells: pd.DataFrame, f: Filters) -> pd.DataFrame:
+    if f.by_settings:
+        cells = by_settings(cells)
     keep = pd.Series(True, index=cells.index)
     if f.families:
         keep &= cells["family"].isin(list(f.families))

@@ -248,6 +248,11 @@ def test_tiny_model_runs_on_the_leaderboard(monkeypatch, tmp_path_factory, tiny_
     at.sidebar.multiselect(key="f_tag").set_value(["tiny"])
     rerun(at)
     lb = frame(at, "rank")
+    assert list(lb["model"]) == ["smollm2-135m"]                 # one model, one row: its newest run shown
+    assert any("several settings" in i.value for i in at.info)
+    at.sidebar.toggle(key="f_by_settings").set_value(True)      # a row per setting
+    rerun(at)
+    lb = frame(at, "rank")
     assert set(lb["model"]) == {"smollm2-135m [max_tokens=16]", "smollm2-135m [max_tokens=4]"}
     cols = [c for c in lb.columns if c not in ("rank", "model", "overall", "coverage")]
     assert len(cols) == 1 and cols[0].startswith("gsm8k (prompt") and "4 docs" in cols[0]

@@ -375,5 +375,5 @@ def test_hundreds_of_runs_and_samples_stay_fast(results, tmp_path):
     print(f"\n300 runs: first load + leaderboard {t_first:.2f}s, refresh {t_again * 1000:.1f}ms; "
           f"200k samples: read {t_samples:.2f}s, cached {t_cached * 1000:.2f}ms")
     big.unlink()                                           # ~0.5 GB: don't leave it in pytest's tmp
-    assert len(lb.display) == 300 and len(frame) == 200_000
+    assert len(lb.display) == 150 and len(frame) == 200_000     # two runs per model (same name and weights)
     assert t_first < 60 and t_again < 2 and t_samples < 120 and t_cached < 1
