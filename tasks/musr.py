@@ -67,7 +67,7 @@ class MuSRSource(DataSource):
 
 
 def source(names) -> MuSRSource:
-    return MuSRSource(hub_path="TAUR-Lab/MuSR", local_reader=reader(names), names=tuple(names))
+    return MuSRSource(hub_path="TAUR-Lab/MuSR", local_reader=reader(names), names=tuple(names), licence="CC-BY-4.0")
 
 
 def parse_choices(value) -> list:
