@@ -70,6 +70,7 @@ class BFCLMultiTurnTask(AgentTask):
                                                 "initial_config", "involved_classes", "data_dir", "id")})
 
     def docs_within_limit(self, docs, limit):
+        """``--limit N``: the first N entries of each multi-turn category."""
         return first_of_each_category(docs, limit)
 
     def native(self) -> bool:

@@ -88,6 +88,7 @@ class BFCLTask(GenerationTask):
                    meta={"category": category, "question": question, "functions": record["function"]})
 
     def docs_within_limit(self, docs: Sequence[Doc], limit) -> list[Doc]:
+        """``--limit N``: the first N entries of each BFCL category."""
         return first_of_each_category(docs, limit)
 
     # ---- prompts ----

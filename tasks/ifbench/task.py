@@ -100,7 +100,7 @@ class IFBench(ifeval_task.IFEval):
         return docs
 
     def docs_within_limit(self, docs, limit):
-        """The docs ``--limit`` keeps, once the checkers they need are known to run (before any model loads)."""
+        """``--limit N``: the first N prompts, once the checkers they need are known to run (before any model loads)."""
         kept = super().docs_within_limit(docs, limit)
         require_checker_packages(kept)
         return kept
