@@ -10,7 +10,8 @@
 
 Options are ``evalkit run``'s, by their Python names: ``num_fewshot``, ``seed``,
 ``apply_chat_template``, ``fewshot_as_multiturn``, ``system_prompt``, ``tool_parser`` (agent tasks),
-``data`` ({task: path}),
+``data`` ({task: path}), ``data_root`` (a root of benchmark copies: each task reads its folder there
+unless ``data`` names it),
 ``fewshot_data``, ``task_args`` ({task: {k: v}}), ``gen_kwargs``, ``user_model`` (the simulated
 user of agent tasks such as τ²-bench, any ``model`` form; default the model itself) and ``user_model_args``,
 ``judge`` (a judge model for tasks that ask one, e.g. τ²-bench's natural-language assertions) and
@@ -33,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-OPTIONS = ("num_fewshot", "seed", "apply_chat_template", "fewshot_as_multiturn", "system_prompt", "data",
+OPTIONS = ("num_fewshot", "seed", "apply_chat_template", "fewshot_as_multiturn", "system_prompt", "data", "data_root",
            "fewshot_data", "task_args", "gen_kwargs", "shard", "tags", "include_path", "output", "cache_dir",
            "cache", "progress", "model_args", "tokenizer", "tool_parser", "repeats", "user_model", "user_model_args",
            "thinking_budgets", "forced_answer_tokens", "judge", "judge_args", "second_judge", "second_judge_args",
@@ -53,7 +54,7 @@ ROLES = (("user_model", "user_model_args", "simulated user"), ("judge", "judge_a
          ("second_judge", "second_judge_args", "second judge"))
 #: the options that make the run's config (``evalkit.run.config_builder``), by the names it takes
 CONFIG_OPTIONS = ("num_fewshot", "seed", "apply_chat_template", "fewshot_as_multiturn", "system_prompt", "data",
-                  "fewshot_data", "task_args", "shard", "tags", "include_path", "tool_parser", "repeats",
+                  "data_root", "fewshot_data", "task_args", "shard", "tags", "include_path", "tool_parser", "repeats",
                   "thinking_budgets", "forced_answer_tokens", "series", "step")
 
 

@@ -52,9 +52,11 @@ LM_EVAL_STOPS = ("Question:", "</s>", "<|im_end|>", "<|eot_id|>")
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
 AIME24_DATA = DataSource(hub_path="Maxwell-Jia/AIME_2024", hub_splits={"test": "train"},
-                         local_files={"test": ["aime24.jsonl", "aime24/test.jsonl", "test.jsonl", "train.jsonl"]})
+                         local_files={"test": ["aime24.jsonl", "aime24/test.jsonl", "test.jsonl", "train.jsonl"]},
+                         data_dir="aime/qwq")
 AIME25_DATA = DataSource(hub_path="math-ai/aime25",
-                         local_files={"test": ["aime25.jsonl", "aime25/test.jsonl", "test.jsonl"]})
+                         local_files={"test": ["aime25.jsonl", "aime25/test.jsonl", "test.jsonl"]},
+                         data_dir="aime/qwq")
 
 
 def _first(record: dict, names: tuple):

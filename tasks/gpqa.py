@@ -112,7 +112,7 @@ class GatedHubSource(DataSource):
 
 def gpqa_source(config: str) -> DataSource:
     return GatedHubSource(hub_path=HUB_PATH, hub_name=config, hub_splits={"test": "train"},
-                          local_reader=gpqa_reader(config))
+                          local_reader=gpqa_reader(config), data_dir="gpqa")
 
 
 class _GPQABase:

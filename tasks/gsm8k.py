@@ -16,7 +16,7 @@ from evalkit.taskapi.requests import GenParams
 from evalkit.taskapi.task import Doc, GenerationTask, Scored, register_task
 
 GSM8K_DATA = DataSource(hub_path="openai/gsm8k", hub_name="main",
-                        local_files={"test": ["test.jsonl"], "train": ["train.jsonl"]})
+                        local_files={"test": ["test.jsonl"], "train": ["train.jsonl"]}, data_dir="gsm8k")
 
 # Wei et al. 2022, "Chain-of-Thought Prompting Elicits Reasoning in Large Language Models", Table 20.
 COT_EXEMPLARS = [

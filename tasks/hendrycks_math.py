@@ -118,7 +118,7 @@ class HendrycksMath(GenerationTask):
     description = ("MATH test (5,000): minerva 4-shot or zero-shot chat \\boxed{} prompt; "
                    "math-verify + minerva exact_match")
     version = "1"
-    dataset = MathHubSource(hub_path="EleutherAI/hendrycks_math", local_reader=read_math)
+    dataset = MathHubSource(hub_path="EleutherAI/hendrycks_math", local_reader=read_math, data_dir="math")
     eval_split = "test"
     num_fewshot = 4
     fewshot_delimiter = "\n\n"
@@ -224,4 +224,5 @@ class HendrycksMath(GenerationTask):
 class Math500(HendrycksMath):
     name = "math500"
     description = "MATH-500 (Lightman et al. 2023): same prompts and scoring as `math`"
-    dataset = DataSource(hub_path="HuggingFaceH4/MATH-500", local_files={"test": ["test.jsonl", "MATH-500/test.jsonl"]})
+    dataset = DataSource(hub_path="HuggingFaceH4/MATH-500", local_files={"test": ["test.jsonl", "MATH-500/test.jsonl"]},
+                         data_dir="math")

@@ -78,7 +78,7 @@ class MBPP(CodeTask):
     description = "MBPP full set, test split (ids 11-510): 3-shot [BEGIN]/[DONE] prompts; pass@k in the sandbox"
     version = "1"
     dataset = DataSource(hub_path="google-research-datasets/mbpp", hub_name="full",
-                         local_reader=split_reader("mbpp.jsonl", "test.jsonl"))
+                         local_reader=split_reader("mbpp.jsonl", "test.jsonl"), data_dir="mbpp")
     eval_split = "test"
     fewshot_split = "prompt"
     num_fewshot = 3
@@ -128,7 +128,7 @@ class MBPPSanitized(MBPP):
     name = "mbpp_sanitized"
     description = "MBPP sanitized (hand-verified) test split, 257 problems: 3-shot prompts; pass@k in the sandbox"
     dataset = DataSource(hub_path="google-research-datasets/mbpp", hub_name="sanitized",
-                         local_reader=split_reader("sanitized-mbpp.json", "test.jsonl"))
+                         local_reader=split_reader("sanitized-mbpp.json", "test.jsonl"), data_dir="mbpp")
     text_field = "prompt"
 
     def test_code(self, record) -> str:

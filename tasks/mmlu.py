@@ -208,7 +208,7 @@ def _by(samples, key, metric) -> dict:
 
 def _mmlu_source(hub_name: str, subjects=None) -> DataSource:
     return DataSource(hub_path="cais/mmlu", hub_name=hub_name, hub_splits={"validation": "validation"},
-                      local_reader=local_reader(subjects))
+                      local_reader=local_reader(subjects), data_dir="mmlu")
 
 
 @register_task

@@ -33,7 +33,7 @@ class MMLUPro(MultipleChoiceTask):
     description = "MMLU-Pro as the Open LLM Leaderboard v2 runs it: 10-option MC, 5-shot, acc; per category"
     version = "1"
     family = "mmlu_pro"
-    dataset = DataSource(hub_path="TIGER-Lab/MMLU-Pro", local_files=_FILES)
+    dataset = DataSource(hub_path="TIGER-Lab/MMLU-Pro", local_files=_FILES, licence="MIT")
     eval_split = "test"
     fewshot_split = "validation"
     fewshot_sampler = "first_n"

@@ -67,7 +67,7 @@ class MuSRSource(DataSource):
 
 
 def source(names) -> MuSRSource:
-    return MuSRSource(hub_path="TAUR-Lab/MuSR", local_reader=reader(names), names=tuple(names))
+    return MuSRSource(hub_path="TAUR-Lab/MuSR", local_reader=reader(names), names=tuple(names), licence="CC-BY-4.0")
 
 
 def parse_choices(value) -> list:
@@ -113,6 +113,7 @@ class MuSR(MultipleChoiceTask):
                    meta={"subtask": subtask})
 
     def docs_within_limit(self, docs, limit):
+        """``--limit N``: the first N items of each subtask (lm-eval's ``leaderboard_musr`` group)."""
         return first_of_each_group(docs, limit, lambda d: d.meta["subtask"])
 
     def score(self, doc, responses, ctx):

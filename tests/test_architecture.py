@@ -26,10 +26,13 @@ ALLOWED = {
                        "evalkit.records", "evalkit.util", "evalkit.version"),
 }
 # who may import a folder (even lazily): the agents are played by run's answer phase; the workflows
-# (rescore, merge, parity, reward pairs) compose run's phases for the CLI, and no phase imports them
+# (rescore, merge, parity, reward pairs) compose run's phases for the CLI, and no phase imports them; the
+# reference pages' generator stands above everything
 IMPORTED_ONLY_BY = {
     "evalkit.agents": ("evalkit.agents", "evalkit.run"),
     "evalkit.run.workflows": ("evalkit.run.workflows", "evalkit.cli"),
+    # the generated docs/reference pages read every layer; only scripts/gen_docs.py and the tests run them
+    "evalkit.reference": ("evalkit.reference",),
 }
 # higher layers than each prefix; a module under the prefix may import none of them (even lazily)
 FORBIDDEN = {

@@ -46,6 +46,11 @@ def add_task_args(p: argparse.ArgumentParser):
     p.add_argument("--data", action="append", default=[], metavar="TASK=PATH",
                    help="read TASK's data from a local file or folder in the benchmark's original format "
                         "(lm-eval:NAME=DIR: the hub dataset's layout, one file per split: test.jsonl, ...)")
+    p.add_argument("--data-root", default=None, metavar="DIR",
+                   help="read every task's data (a suite's members too) from its folder under DIR, a root of "
+                        "benchmark copies such as ../shared/data (DIR/gsm8k, DIR/aime/qwq, ...: `evalkit tasks` "
+                        "reference); --data TASK=PATH wins for its task; a task with no folder there reads its "
+                        "usual source, with a note")
     p.add_argument("--trust-remote-code", action="store_true",
                    help="let lm-eval tasks whose hub dataset ships loading code run it (refused otherwise)")
     p.add_argument("--fewshot-data", action="append", default=[], metavar="TASK=PATH",
@@ -112,8 +117,8 @@ def build_config(args) -> RunConfig:
         [args.tasks] if args.tasks else [], CLI, suite, include_path=args.include_path, limit=args.limit,
         seed=args.seed, num_fewshot=args.num_fewshot, apply_chat_template=args.apply_chat_template or None,
         fewshot_as_multiturn=getattr(args, "fewshot_as_multiturn", None), system_prompt=args.system_prompt,
-        data=parse_data_paths(args.data), fewshot_data=parse_data_paths(getattr(args, "fewshot_data", []) or [],
-                                                                         "--fewshot-data"),
+        data=parse_data_paths(args.data), data_root=getattr(args, "data_root", None),
+        fewshot_data=parse_data_paths(getattr(args, "fewshot_data", []) or [], "--fewshot-data"),
         task_args=parse_task_args(args.task_args), trust_remote_code=getattr(args, "trust_remote_code", False),
         gen_kwargs=parse_model_args(args.gen_kwargs, "--gen-kwargs"), lm_eval_gen=getattr(args, "lm_eval_gen", None),
         repeats=getattr(args, "repeats", None), metrics=getattr(args, "metric", None),

@@ -290,6 +290,8 @@ class RunRecord:
 
 
 def load_run(path: os.PathLike) -> RunRecord:
+    """The record in folder ``path`` (or of its ``run.json``), any schema version up to this evalkit's;
+    a broken or newer record raises ``RecordError`` naming the file."""
     p = Path(path)
     if p.is_file():
         p = p.parent
@@ -309,6 +311,7 @@ def load_run(path: os.PathLike) -> RunRecord:
 
 
 def iter_runs(results_dir: os.PathLike) -> Iterator[RunRecord]:
+    """Every readable record in ``results_dir``, by folder name; unreadable ones are skipped."""
     for run_json in sorted(Path(results_dir).glob("*/run.json")):
         if run_json.parent.name.startswith("."):
             continue

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Optional
 
-from evalkit.run import validation
+from evalkit.run import data_root, validation
 from evalkit.run.config import RunConfig
 from evalkit.taskapi import registry
 
 #: each setting as ``evalkit run`` spells it (the Python name is the spelling everywhere else)
-CLI = {"series": "--series", "step": "--step", "data": "--data", "fewshot_data": "--fewshot-data", "task_args": "--task-args", "gen_kwargs": "--gen-kwargs",
+CLI = {"series": "--series", "step": "--step", "data": "--data", "data_root": "--data-root",
+       "fewshot_data": "--fewshot-data", "task_args": "--task-args", "gen_kwargs": "--gen-kwargs",
        "lm_eval_gen": "--gen_kwargs", "repeats": "--repeats", "num_fewshot": "--num-fewshot", "metrics": "--metric",
        "tool_parser": "--tool-parser", "fewshot_as_multiturn": "--fewshot-as-multiturn",
        "apply_chat_template": "--apply-chat-template", "thinking_budgets": "--thinking-budgets",
@@ -28,7 +29,8 @@ def build_config(tasks, spelling: Optional[dict] = None, suite=None, other_tasks
     """The run's config from ``tasks`` (names, comma lists, patterns), a loaded ``suite`` (its tasks
     come first, its settings apply where ``given`` has none) and ``given``: ``include_path``, ``limit``,
     ``seed``, ``num_fewshot``, ``apply_chat_template``, ``fewshot_as_multiturn``, ``system_prompt``,
-    ``data`` and ``fewshot_data`` ({task: path}), ``task_args`` ({task: {k: v}}), ``trust_remote_code``,
+    ``data`` and ``fewshot_data`` ({task: path}), ``data_root`` (a root of benchmark copies: each task's
+    folder there, ``evalkit.run.data_root``; ``data`` wins), ``task_args`` ({task: {k: v}}), ``trust_remote_code``,
     ``gen_kwargs`` (evalkit's keys), ``lm_eval_gen`` (lm-eval's, translated: ``stop`` allowed),
     ``repeats``, ``metrics`` (``evaluate:NAME`` specs), ``tool_parser``, ``thinking_budgets`` and
     ``forced_answer_tokens``, ``shard`` ((i, n)), ``tags``, ``series`` and ``step`` (a training run's
@@ -45,10 +47,16 @@ def build_config(tasks, spelling: Optional[dict] = None, suite=None, other_tasks
     st = suite.settings if suite is not None else {}
     gen = generation(st, given, flag)  # before the task names are looked up (lm-eval's catalog loads)
     names = registry.expand((suite.task_names() if suite is not None else []) + list(tasks))
+    root_flag = flag("data_root")
     if suite is not None:
-        given = {**{k: st[k] for k in ("apply_chat_template", "fewshot_as_multiturn", "num_fewshot") if k in st},
+        if given.get("data_root") is None and "data_root" in st:
+            root_flag = f"{suite.path}: field 'data_root'"
+        given = {**{k: st[k] for k in ("apply_chat_template", "fewshot_as_multiturn", "num_fewshot", "data_root")
+                    if k in st},
                  **{k: v for k, v in given.items() if v is not None}}
     data, fewshot, task_opts = paths_and_options(names, suite, given, flag, refuse_others=other_tasks == "refuse")
+    if given.get("data_root") is not None:
+        data = {**data_root.resolve(names, given["data_root"], data, root_flag, flag("data")), **data}
     validation.check_num_fewshot(given.get("num_fewshot"), flag("num_fewshot"))
     parser = given.get("tool_parser")
     if parser is not None:

@@ -8,6 +8,8 @@ A suite file::
     apply_chat_template = true            # optional run settings, as the CLI flags (the flags win)
     fewshot_as_multiturn = true
     num_fewshot = 0
+    data_root = "../shared/data"          # optional: each task's folder in a root of benchmark copies
+                                          # (relative to this file; --data-root and --data win)
     gen_kwargs = {max_tokens = 1024}
 
     [[task]]
@@ -28,7 +30,8 @@ from evalkit.scoring import leaderboard_v2
 
 SHIPPED = Path(__file__).with_name("suites")
 SUMMARIES = ("leaderboard-v2",)
-RUN_SETTINGS = {"apply_chat_template": bool, "fewshot_as_multiturn": bool, "num_fewshot": int, "gen_kwargs": dict}
+RUN_SETTINGS = {"apply_chat_template": bool, "fewshot_as_multiturn": bool, "num_fewshot": int, "gen_kwargs": dict,
+                "data_root": str}
 
 
 class SuiteError(ValueError):
@@ -97,6 +100,8 @@ def _parse(data: dict, path: Path) -> Suite:
             if not isinstance(data[key], kind) or (kind is int and isinstance(data[key], bool)):
                 raise SuiteError(f"{path}: field {key!r} must be {kind.__name__}, got {data[key]!r}")
             settings[key] = data[key]
+    if "data_root" in settings:  # relative to the suite file, so the file works from any folder
+        settings["data_root"] = str(path.parent / settings["data_root"])
     tasks = data.get("task")
     if not isinstance(tasks, list) or not tasks:
         raise SuiteError(f"{path}: field 'task' must be a list of [[task]] tables with a 'name'")

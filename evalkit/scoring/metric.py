@@ -52,6 +52,9 @@ class UndeclaredMetricWarning(FutureWarning):
 
 @dataclass(frozen=True)
 class Metric:
+    """One reported figure: ``name``, its direction, and its level: ``sample`` (the mean of the values
+    every sample carries, CI over samples) or ``corpus`` (``compute(samples)``, bootstrap CI)."""
+
     name: str
     higher_is_better: bool = True
     level: str = "sample"

@@ -171,7 +171,10 @@ class DataSource:
     hub_splits: our split name -> hub split name;
     local_files: our split name -> file name candidates inside a local folder (original formats);
     local_reader: optional custom reader ``(path, split) -> iterable of Record`` for formats that
-    need one (raw text, per-subject CSVs, encrypted zips).
+    need one (raw text, per-subject CSVs, encrypted zips);
+    data_dir: the folder under a root of benchmark copies (``--data-root DIR``) that holds what
+    ``--data TASK=PATH`` takes, e.g. ``aime/qwq`` (None: the task's name);
+    licence: the data's licence as its publisher states it (None: not declared).
     """
 
     hub_path: Optional[str] = None
@@ -179,6 +182,8 @@ class DataSource:
     hub_splits: dict = field(default_factory=dict)
     local_files: dict = field(default_factory=dict)
     local_reader: Optional[Callable[[Path, str], Iterable[Record]]] = None
+    data_dir: Optional[str] = None
+    licence: Optional[str] = None
 
     def load(self, split: str, local: Optional[os.PathLike] = None) -> list[Record]:
         return list(self.iter_records(split, local))

@@ -59,6 +59,9 @@ class RollingRequest:
 
 @dataclass(frozen=True)
 class GenParams:
+    """How a generation task samples: greedy with at most 256 new tokens by default; ``temperature`` > 0
+    samples (seeded per doc from the run seed), ``n`` completions per prompt, ``stop`` sequences."""
+
     max_tokens: int = 256
     temperature: float = 0.0
     top_p: float = 1.0
@@ -198,6 +201,8 @@ Request = Union[LoglikelihoodRequest, RollingRequest, GenerateRequest, RewardReq
 
 @dataclass
 class Completion:
+    """One generated answer: its ``text`` and why it stopped, with what the server said beside it."""
+
     text: str
     finish_reason: str  # "stop" (stop sequence / EOS) or "length" (hit max_tokens)
     #: the reasoning trace a server returned in its own field (``reasoning_content``/``reasoning``)

@@ -65,6 +65,7 @@ def run_params(base: GenParams, ctx: RunContext, task: str, doc_id: str) -> GenP
 
 
 class Task(Prompting):
+    """A benchmark: its data, prompts, requests, scoring and metrics (the hooks: this module's docstring)."""
     # ---- what a task declares ----
     name: ClassVar[str]
     description: ClassVar[str] = ""
@@ -92,8 +93,7 @@ class Task(Prompting):
     fewshot_data_path: Optional[str] = None
 
     def __init__(self, data_path: Optional[str] = None, **options):
-        self.data_path = data_path
-        self.options = options
+        self.data_path, self.options = data_path, options
 
     # ---- data ----
     def record_to_doc(self, record: dict, index: int) -> Doc:
@@ -101,7 +101,6 @@ class Task(Prompting):
 
     def load_docs(self, split: str, max_docs: Optional[int] = None, path: Optional[str] = None) -> list[Doc]:
         from evalkit.taskapi.data import DataError, FieldError
-
         docs = []
         for i, rec in enumerate(self.dataset.iter_records(split, path or self.data_path)):
             if max_docs is not None and len(docs) >= max_docs:
@@ -371,6 +370,7 @@ class GenerationTask(Task):
 
 
 class PerplexityTask(Task):
+    """Rolling loglikelihood of each doc's whole text (``rolling_text``), for perplexity tasks (``wikitext``)."""
     output_type = "loglikelihood_rolling"
 
     def rolling_text(self, doc: Doc) -> str:

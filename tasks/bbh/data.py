@@ -142,4 +142,4 @@ class BBHSource(DataSource):
 
 
 def bbh_source(subtasks: tuple = SUBTASKS) -> BBHSource:
-    return BBHSource(hub_path=HUB_PATH, subtasks=tuple(subtasks))
+    return BBHSource(hub_path=HUB_PATH, subtasks=tuple(subtasks), data_dir="bbh", licence="MIT")

@@ -70,6 +70,7 @@ class BFCLMultiTurnTask(AgentTask):
                                                 "initial_config", "involved_classes", "data_dir", "id")})
 
     def docs_within_limit(self, docs, limit):
+        """``--limit N``: the first N entries of each multi-turn category."""
         return first_of_each_category(docs, limit)
 
     def native(self) -> bool:
@@ -136,7 +137,7 @@ def _category_task(category: str) -> type:
     cls = type(f"BFCL_{category}", (BFCLMultiTurnTask,), {
         "name": name, "categories": (category,),
         "description": f"BFCL v4 {category}: {DESCRIPTIONS[category]} (agent loop, BFCL's multi-turn checker)",
-        "dataset": DataSource(local_reader=multi_turn_data.reader((category,))), "__module__": __name__})
+        "dataset": DataSource(local_reader=multi_turn_data.reader((category,)), licence="Apache-2.0"), "__module__": __name__})
     cls.__qualname__ = cls.__name__
     return register_task(cls)
 
@@ -150,7 +151,7 @@ class BFCLMultiTurn(BFCLMultiTurnTask):
     name = "bfcl_multi_turn"
     description = "BFCL v4, the four multi-turn categories on the agent loop, and BFCL's multi-turn summary"
     categories = multi_turn_data.MULTI_TURN
-    dataset = DataSource(local_reader=multi_turn_data.reader(multi_turn_data.MULTI_TURN))
+    dataset = DataSource(local_reader=multi_turn_data.reader(multi_turn_data.MULTI_TURN), licence="Apache-2.0")
     metrics = (Metric("accuracy"), *TOOL_USE_METRICS,
                MetricGroup("bfcl_summary", ("multi_turn",), True, estimate=scores.summaries))
 

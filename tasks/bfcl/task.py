@@ -88,6 +88,7 @@ class BFCLTask(GenerationTask):
                    meta={"category": category, "question": question, "functions": record["function"]})
 
     def docs_within_limit(self, docs: Sequence[Doc], limit) -> list[Doc]:
+        """``--limit N``: the first N entries of each BFCL category."""
         return first_of_each_category(docs, limit)
 
     # ---- prompts ----
@@ -169,7 +170,7 @@ def _category_task(category: str) -> type:
     cls = type(f"BFCL_{category}", (BFCLTask,), {
         "name": name, "categories": (category,), "metrics": _metrics_of(category),
         "description": f"BFCL v4 {category}: {DESCRIPTIONS[category]} (prompt-based, BFCL's AST checker)",
-        "dataset": DataSource(local_reader=data.reader((category,))), "__module__": __name__})
+        "dataset": DataSource(local_reader=data.reader((category,)), licence="Apache-2.0"), "__module__": __name__})
     cls.__qualname__ = cls.__name__
     return register_task(cls)
 
@@ -184,7 +185,7 @@ class BFCLSingleTurn(BFCLTask):
     description = ("BFCL v4, all 13 single-turn categories (prompt-based): per-category accuracy and BFCL's "
                    "non-live/live/irrelevance/relevance summaries")
     categories = data.CATEGORIES
-    dataset = DataSource(local_reader=data.reader(data.CATEGORIES))
+    dataset = DataSource(local_reader=data.reader(data.CATEGORIES), licence="Apache-2.0")
     metrics = (Metric("accuracy"), *(Metric(m.name, False, required=False) for m in AST_METRICS[1:]),
                MetricGroup("bfcl_summary", scores.SUMMARIES, True, estimate=scores.summaries))
 

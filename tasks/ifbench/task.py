@@ -77,7 +77,7 @@ class IFBench(ifeval_task.IFEval):
     family = "ifbench"
     description = "IFBench: 294 prompts with 57 kinds of new verifiable constraints; prompt- and instruction-level"
     version = "1"
-    dataset = DataSource(local_reader=data.read)
+    dataset = DataSource(local_reader=data.read, licence="Apache-2.0")
     gen_params = GenParams(max_tokens=4096, temperature=0.0)
     known_options: ClassVar[tuple] = ("chat", "drop")
 
@@ -100,7 +100,7 @@ class IFBench(ifeval_task.IFEval):
         return docs
 
     def docs_within_limit(self, docs, limit):
-        """The docs ``--limit`` keeps, once the checkers they need are known to run (before any model loads)."""
+        """``--limit N``: the first N prompts, once the checkers they need are known to run (before any model loads)."""
         kept = super().docs_within_limit(docs, limit)
         require_checker_packages(kept)
         return kept

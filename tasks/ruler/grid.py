@@ -96,6 +96,7 @@ class NIAHGrid(RulerNIAH):
                 for length in self.lengths() for depth in self.depths() for i in range(n)]
 
     def docs_within_limit(self, docs, limit):
+        """``--limit N``: the first N samples of each (context length, needle depth) cell."""
         from evalkit.taskapi.task import first_of_each_group
         return first_of_each_group(docs, limit, lambda d: (d.meta["length"], d.meta["depth"]))
 

@@ -147,6 +147,7 @@ class RulerNIAH(GenerationTask):
         return n
 
     def docs_within_limit(self, docs, limit):
+        """``--limit N``: the first N samples of each variant at each context length."""
         from evalkit.taskapi.task import first_of_each_group
         return first_of_each_group(docs, limit, lambda d: (d.meta["variant"], d.meta["length"]))
 

@@ -258,7 +258,7 @@ def user_instructions(task: dict) -> str:
 
 def _domain_task(domain: str, count: int, **extra) -> type:
     cls = type(f"Tau2_{domain}", (Tau2Task,), {
-        "name": f"tau2_{domain}", "domain": domain, "dataset": DataSource(),
+        "name": f"tau2_{domain}", "domain": domain, "dataset": DataSource(licence="MIT"),
         "description": f"tau2-bench {domain} ({count} tasks): a customer-service agent with a simulated user "
                        f"(--user-model), domain tools in the sandbox, pass^k over --task-args trials=K",
         "__module__": __name__, **extra})
