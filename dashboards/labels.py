@@ -8,6 +8,7 @@ task, its version and its prompt hash, so runs whose prompts differ never share 
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Optional
@@ -24,6 +25,7 @@ FAMILIES = {"gsm8k": "math", "math": "math", "math500": "math", "hendrycks": "ma
             ARENA_TASK: "arena"}
 
 
+@functools.lru_cache(maxsize=4096)
 def task_family(task: str) -> str:
     try:
         from evalkit.taskapi import registry
@@ -77,16 +79,18 @@ _LABEL_PARTS = {"entry": (("weights", "weights {}", 6),),
 
 def row_labels(static: pd.DataFrame, key: str = "entry") -> dict:
     """Row labels: the model name, plus what tells apart several rows of one name."""
-    out = {}
-    for name, grp in static.groupby("model"):
-        variants = grp.drop_duplicates(key)
-        if len(variants) == 1:
-            out[variants[key].iloc[0]] = str(name)
-            continue
-        shown = [(c, fmt, cut) for c, fmt, cut in _LABEL_PARTS[key] if variants[c].nunique() > 1]
-        for _, v in variants.iterrows():
-            parts = [fmt.format(str(v[c])[:cut] if cut else v[c]) for c, fmt, cut in shown]
-            out[v[key]] = f"{name} [{'; '.join(parts)}]"
+    variants = static.drop_duplicates(key)
+    several = variants["model"].duplicated(keep=False)
+    out = dict(zip(variants.loc[~several, key], variants.loc[~several, "model"].astype(str)))
+    sub, parts = variants[several], _LABEL_PARTS[key]
+    if not len(sub):
+        return out
+    values = [sub[c].astype(str).tolist() for c, _, _ in parts]
+    differ = [(sub.groupby("model")[c].transform("nunique") > 1).tolist() for c, _, _ in parts]
+    for i, (entry, name) in enumerate(zip(sub[key], sub["model"])):
+        shown = [fmt.format(values[j][i][:cut] if cut else values[j][i])
+                 for j, (_, fmt, cut) in enumerate(parts) if differ[j][i]]
+        out[entry] = f"{name} [{'; '.join(shown)}]"
     return out
 
 
