@@ -92,10 +92,11 @@ def grid_config(lb: board.Leaderboard) -> dict:
 
 
 @st.cache_data(show_spinner="Ranking the models…", max_entries=16)
-def cached_board(_store, version: int, filters: tuple, metric_for: dict, shown: tuple, sort_by: str,
+def cached_board(_store, sources: tuple, version: int, filters: tuple, metric_for: dict, shown: tuple, sort_by: str,
                  best_first: bool, over: tuple, weighting: str) -> tuple[board.Leaderboard, object]:
-    """The whole board and its heatmap frame, built once per data version (``store.version``) and
-    settings: a page, search or pin change slices it (``rowpages.board_page``), a view switch reuses it."""
+    """The whole board and its heatmap frame, built once per store (``sources``: its results folder and
+    battle files), data version (``store.version``) and settings: a page, search or pin change slices it
+    (``rowpages.board_page``), a view switch reuses it."""
     cells = tables.filter_cells(_store.cells(), tables.Filters(*filters))
     lb = board.build_leaderboard(cells, metric_for, list(shown), sort_by, best_first, list(over) or None, weighting)
     return lb, board.heat_frame(lb)
@@ -128,8 +129,9 @@ def render(store, filters: tables.Filters) -> None:
     weighting = choose(mid, "radio", "Overall weights", list(ranking.WEIGHTS), "lb_weight", default="equal",
                        horizontal=True, help="items: each column weighs its number of items")
     best_first = left.toggle("Best first", value=True, key="lb_best_first", persist_state="session")
-    lb, heat = cached_board(store, store.version, astuple(filters), metric_for, tuple(shown), sort_by, best_first,
-                            tuple(over), weighting)
+    sources = (str(store.results_dir), *map(str, store.battle_files))
+    lb, heat = cached_board(store, sources, store.version, astuple(filters), metric_for, tuple(shown), sort_by,
+                            best_first, tuple(over), weighting)
     st.caption(f"{len(lb.display)} models · {len(shown)} columns · {cells['run_id'].nunique()} runs · overall over "
                f"{len(lb.overall_cols)} column(s): " + ", ".join(label[c] for c in lb.overall_cols)
                + ("" if over else " (the columns most models share)"))

@@ -138,7 +138,8 @@ def _warn(frame: pd.DataFrame) -> None:
 
 
 def render_samples(store, sel: pd.DataFrame, beside: pd.DataFrame, metric: str, hib: bool, family: str) -> None:
-    """The samples of any run of ``sel``; on one item, the answers of the runs on the models' page (``beside``) side by side."""
+    """The samples of any run of ``sel``; on one item, the answers of the runs on the models' page
+    (``beside``) side by side."""
     st.subheader("Samples")
     runs = sel.drop_duplicates("run_id")
     choice = dict(zip(runs["run_id"], runs["model"]))
