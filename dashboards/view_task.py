@@ -16,6 +16,7 @@ PAGE_SIZE = 50
 PAGE_KEY = "task_page"    # the models' page (the samples have their own, sample_page)
 CLIP = 160
 SIDE_BY_SIDE = 4          # answers per row in "the page's models on this item"
+SIDE_BY_SIDE_HEIGHT = 760  # pixels; beyond two rows of answers they scroll inside this box
 
 
 def render(store, filters: tables.Filters) -> None:
@@ -252,8 +253,10 @@ def render_side_by_side(store, runs: pd.DataFrame, task: str, doc: str, choice: 
         frame = store.samples(run_id, task)
         hit = frame[frame["doc_id"] == doc] if len(frame) else frame
         found.append((choice[run_id], hit.iloc[0] if len(hit) else None, dsamples.sample_metrics(frame)))
+    rows = -(-len(found) // SIDE_BY_SIDE)
+    area = st.container(height=SIDE_BY_SIDE_HEIGHT) if rows > 2 else st.container()  # more rows: scroll inside
     for start in range(0, len(found), SIDE_BY_SIDE):
-        cols = st.columns(SIDE_BY_SIDE)
+        cols = area.columns(SIDE_BY_SIDE)
         for box, (model, row, names) in zip(cols, found[start:start + SIDE_BY_SIDE]):
             box.markdown(f"**{model}**")
             if row is None:
