@@ -5,7 +5,7 @@ and labels are never cut (``labelLimit=0, labelOverlap=False``), so 3 models and
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 import altair as alt
 import pandas as pd
@@ -13,6 +13,7 @@ import pandas as pd
 ROW = 28              # pixels per row of a dot, bar or heatmap chart
 DENSE_ROW = 22        # breakdowns (57 MMLU subjects)
 MIN_PLOT = 90         # the smallest plot area (pixels), whatever the number of rows
+BAR, PINNED = "#4c78a8", "#f58518"      # a bar's colour; a pinned model's bar
 
 
 def svg(chart):
@@ -51,8 +52,9 @@ def ci_dots(frame: pd.DataFrame, label: str = "model", value: str = "value", lo:
 
 
 def ci_bars(frame: pd.DataFrame, label: str = "model", title: str = "", higher_is_better: bool = True,
-            value_title: str = "value") -> alt.LayerChart:
-    """Horizontal bars (value) with 95% CI whiskers, best first; the value printed at the bar's end."""
+            value_title: str = "value", pinned: Sequence[str] = ()) -> alt.LayerChart:
+    """Horizontal bars (value) with 95% CI whiskers, best first; the value printed at the bar's end; the
+    bars of ``pinned`` rows in another colour."""
     data = frame.dropna(subset=["value"]).copy()
     data["ci_low"] = data["ci_low"].fillna(data["value"])
     data["ci_high"] = data["ci_high"].fillna(data["value"])
@@ -62,7 +64,9 @@ def ci_bars(frame: pd.DataFrame, label: str = "model", title: str = "", higher_i
                alt.Tooltip("ci_high:Q", format=".4g")] + (["n:Q"] if "n" in data else [])
     base = alt.Chart(data, title=title)
     x = alt.X("value:Q", title=value_title)
-    bars = base.mark_bar(opacity=0.75, height=alt.RelativeBandSize(0.7)).encode(y=y, x=x, tooltip=tooltip)
+    colour = {"color": alt.condition(alt.FieldOneOfPredicate(field=label, oneOf=list(pinned)), alt.value(PINNED),
+                                     alt.value(BAR))} if len(pinned) else {}
+    bars = base.mark_bar(opacity=0.75, height=alt.RelativeBandSize(0.7)).encode(y=y, x=x, tooltip=tooltip, **colour)
     whisk = base.mark_rule(strokeWidth=2, color="black").encode(y=y, x="ci_low:Q", x2="ci_high:Q", tooltip=tooltip)
     text = base.mark_text(align="left", dx=4, fontSize=11).encode(y=y, x="ci_high:Q",
                                                                    text=alt.Text("value:Q", format=".4g"))

@@ -15,7 +15,10 @@ PARAMS = {"view": ("view", False), "family": ("f_family", True), "backend": ("f_
           "tag": ("f_tag", True), "models": ("f_models", True), "cols": ("lb_columns", True),
           "sort": ("lb_sort", False), "overall": ("lb_overall", True), "weight": ("lb_weight", False),
           "task": ("task_col", False), "run": ("sample_run", False), "doc": ("sample_doc", False),
-          "failures": ("sample_failures", False), "series": ("series_name", False)}
+          "failures": ("sample_failures", False), "series": ("series_name", False),
+          "rows": ("lb_rows", False), "search": ("lb_search", False), "pin": ("lb_pins", True),
+          "page": ("lb_page", False), "task_page": ("task_page", False)}
+NUMBERS = ("lb_rows", "lb_page", "task_page")       # whole numbers (a hand-edited non-number: the default)
 METRIC = "metric"               # the task view's metric: key task_metric::<task col>
 
 
@@ -26,6 +29,8 @@ def metric_key(col: str) -> str:
 def _parse(key: str, value: str):
     if key == "sample_failures":
         return value == "1"
+    if key in NUMBERS:
+        return int(value) if value.isdigit() else None
     return value
 
 

@@ -4,13 +4,16 @@ task), the honest overall (coverage groups, bootstrap CI), a models x tasks heat
 CI whiskers, the cells as text, provenance of every cell and judge figures."""
 from __future__ import annotations
 
+from dataclasses import astuple
+
 import streamlit as st
 
-from evalkit.dashboards import board, charts, ranking, suites, tables
+from evalkit.dashboards import board, charts, ranking, rowcontrols, rowpages, suites, tables
 from evalkit.dashboards.urlstate import choose
 
 GRID_KEY = "lb_grid"
 HEAT_KEY = "lb_heat"
+PAGE_KEY = "lb_page"
 
 
 def metric_key(col: str) -> str:
@@ -68,7 +71,8 @@ def _on_heat_select() -> None:
 
 
 def grid_config(lb: board.Leaderboard) -> dict:
-    cfg = {"#": st.column_config.NumberColumn("#", format="%d", width="small",
+    cfg = {rowpages.PIN: st.column_config.TextColumn(rowpages.PIN, width=28, help="pinned: shown on every page"),
+           "#": st.column_config.NumberColumn("#", format="%d", width="small",
                                               help="rank; '=' in the next column: shares it (CIs overlap)"),
            "tie": st.column_config.TextColumn("", width=28),
            "model": st.column_config.TextColumn("model", pinned=True),
@@ -85,6 +89,17 @@ def grid_config(lb: board.Leaderboard) -> dict:
                                                        f"better. Click a cell for that model's samples.")
         cfg[f"{lb.column_labels[c]} CI"] = st.column_config.TextColumn(f"{lb.column_labels[c]} CI", width=118)
     return cfg
+
+
+@st.cache_data(show_spinner="Ranking the models…", max_entries=16)
+def cached_board(_store, sources: tuple, version: int, filters: tuple, metric_for: dict, shown: tuple, sort_by: str,
+                 best_first: bool, over: tuple, weighting: str) -> tuple[board.Leaderboard, object]:
+    """The whole board and its heatmap frame, built once per store (``sources``: its results folder and
+    battle files), data version (``store.version``) and settings: a page, search or pin change slices it
+    (``rowpages.board_page``), a view switch reuses it."""
+    cells = tables.filter_cells(_store.cells(), tables.Filters(*filters))
+    lb = board.build_leaderboard(cells, metric_for, list(shown), sort_by, best_first, list(over) or None, weighting)
+    return lb, board.heat_frame(lb)
 
 
 def render(store, filters: tables.Filters) -> None:
@@ -114,16 +129,27 @@ def render(store, filters: tables.Filters) -> None:
     weighting = choose(mid, "radio", "Overall weights", list(ranking.WEIGHTS), "lb_weight", default="equal",
                        horizontal=True, help="items: each column weighs its number of items")
     best_first = left.toggle("Best first", value=True, key="lb_best_first", persist_state="session")
-    lb = board.build_leaderboard(cells, metric_for, shown, sort_by, best_first, over or None, weighting)
-    n_models, n_runs = len(lb.display), cells["run_id"].nunique()
-    st.caption(f"{n_models} models · {len(shown)} columns · {n_runs} runs · overall over "
+    sources = (str(store.results_dir), *map(str, store.battle_files))
+    lb, heat = cached_board(store, sources, store.version, astuple(filters), metric_for, tuple(shown), sort_by,
+                            best_first, tuple(over), weighting)
+    st.caption(f"{len(lb.display)} models · {len(shown)} columns · {cells['run_id'].nunique()} runs · overall over "
                f"{len(lb.overall_cols)} column(s): " + ", ".join(label[c] for c in lb.overall_cols)
                + ("" if over else " (the columns most models share)"))
+    win = rowcontrols.rows(list(lb.display["model"]), PAGE_KEY, cells["label"].dropna())
+    render_board(store, lb, rowpages.board_page(lb, win.rows), heat, weighting, {lb.entries[i] for i in win.pinned})
+
+
+def render_board(store, lb: board.Leaderboard, page: board.Leaderboard, heat, weighting: str, pinned: set) -> None:
+    """The page's rows of the board: the grid, the pictures, the cells as text and their provenance."""
     ss = st.session_state
     ss["_lb_cells"] = lb.cells[["entry", "col", "run_id"]].copy()
-    ss["_lb_entries"] = list(lb.entries)
+    ss["_lb_entries"] = list(page.entries)
     ss["_lb_where"] = {lb.headers[c]: c for c in lb.headers} | {f"{lb.column_labels[c]} CI": c for c in lb.headers}
-    grid = lb.grid.rename(columns={"rank": "#"})
+    grid, display = page.grid.rename(columns={"rank": "#"}), page.display
+    if pinned:
+        marks = [rowpages.PIN if e in pinned else "" for e in page.entries]
+        grid, display = grid.assign(**{rowpages.PIN: marks}), display.assign(**{rowpages.PIN: marks})
+        grid, display = (f[[rowpages.PIN] + list(f.columns[:-1])] for f in (grid, display))
     st.dataframe(grid, hide_index=True, key=GRID_KEY, width="stretch", column_config=grid_config(lb),
                  height=min(35 * (len(grid) + 1) + 3, 900), on_select=_on_grid_select, selection_mode="single-cell",
                  placeholder="–")
@@ -132,17 +158,19 @@ def render(store, filters: tables.Filters) -> None:
     st.caption(tables.TIE_RULE)
     for note in lb.notes:
         st.info(note)
-    render_pictures(lb)
+    render_pictures(page, heat[heat["entry"].isin(page.entries)],
+                    [m for e, m in zip(page.entries, page.display["model"]) if e in pinned])
     with st.expander("Cells as text: value [95% CI] n=items #rank"):
-        st.dataframe(lb.display, hide_index=True, key="leaderboard", width="stretch")
+        st.dataframe(display, hide_index=True, key="leaderboard", width="stretch")
         st.caption(tables.OVERALL_RULE)
-    render_suites(store)
-    render_provenance(store, lb)
+    render_suites(store, len(page.entries))
+    render_provenance(store, page)
     render_judges(store)
 
 
-def render_pictures(lb: board.Leaderboard) -> None:
-    heat = board.heat_frame(lb)
+def render_pictures(lb: board.Leaderboard, heat, pinned: list) -> None:
+    """The heatmap and the bars of the rows of ``lb`` (one page); ``heat``: their heatmap cells, coloured
+    within the whole board's column; ``pinned``: the models whose bars stand out."""
     if not len(heat):
         return
     st.subheader("Models × tasks")
@@ -156,10 +184,10 @@ def render_pictures(lb: board.Leaderboard) -> None:
     col = choose(st, "selectbox", "Bars for column", cols, "lb_bars", format_func=label.get)
     part = heat[heat["col"] == col]
     st.altair_chart(charts.ci_bars(part, "model", f"{lb.headers[col]} (95% CI)", lb.higher_is_better.get(col, True),
-                                   lb.metric_for[col]), key="lb_bars_chart", width="stretch")
+                                   lb.metric_for[col], pinned), key="lb_bars_chart", width="stretch")
 
 
-def render_suites(store) -> None:
+def render_suites(store, most: int) -> None:
     frame = suites.suite_rows(store)
     if not len(frame):
         return
@@ -169,6 +197,9 @@ def render_suites(store) -> None:
     st.dataframe(frame[["model", "suite", *suites.BENCHMARKS, "missing", "run_id"]], hide_index=True,
                  key="lb_suites", width="stretch")
     ranked = frame.dropna(subset=["avg_value"])
+    if len(ranked) > most:
+        st.caption(f"The chart shows the best {most} of {len(ranked)} averages (the table has them all).")
+        ranked = ranked.head(most)
     if len(ranked):
         bars = ranked.rename(columns={"avg_value": "value", "avg_low": "ci_low", "avg_high": "ci_high"})
         st.altair_chart(charts.ci_bars(bars, "label", "leaderboard-v2 average (95% CI)", True, "average"),
@@ -181,9 +212,9 @@ def render_provenance(store, lb) -> None:
     if not len(prov):
         return
     left, right = st.columns(2)
-    model = left.selectbox("Model", list(dict.fromkeys(prov["model"])), key="prov_model")
+    model = choose(left, "selectbox", "Model", dict.fromkeys(prov["model"]), "prov_model")
     mine = prov[prov["model"] == model]
-    column = right.selectbox("Column", list(mine["column"]), key="prov_column")
+    column = choose(right, "selectbox", "Column", mine["column"], "prov_column")
     row = mine[mine["column"] == column].iloc[0]
     st.table(row.astype(str).rename("value").to_frame())
     if row["runs_in_cell"] > 1:

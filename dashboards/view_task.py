@@ -7,13 +7,16 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from evalkit.dashboards import charts, judged_views, judging, long_context, samples as dsamples, tables, view_best_of_n
+from evalkit.dashboards import (charts, judged_views, judging, long_context, rowcontrols, rowpages,
+                                samples as dsamples, tables, view_best_of_n)
 from evalkit.dashboards.urlstate import choose, metric_key as task_metric_key
 from evalkit.dashboards.view_leaderboard import chosen_metric
 
 PAGE_SIZE = 50
+PAGE_KEY = "task_page"    # the models' page (the samples have their own, sample_page)
 CLIP = 160
-SIDE_BY_SIDE = 4          # answers per row in "every model on this item"
+SIDE_BY_SIDE = 4          # answers per row in "the page's models on this item"
+SIDE_BY_SIDE_HEIGHT = 760  # pixels; beyond two rows of answers they scroll inside this box
 
 
 def render(store, filters: tables.Filters) -> None:
@@ -36,11 +39,16 @@ def render(store, filters: tables.Filters) -> None:
                                     hib).to_numpy()
     sel["model"] = sel["label"] + ("" if filters.latest_only else " · " + sel["run_id"].str[-6:])
     arrow = "↑" if hib else "↓"
-    st.altair_chart(charts.ci_bars(sel, "model", f"{label[col]}: {metric} {arrow} (95% CI)", hib, metric),
-                    key="task_chart", width="stretch")
+    ranked = sel.sort_values(["rank", "value"], ascending=[True, not hib], kind="stable")
+    win = rowcontrols.rows(list(ranked["model"]), PAGE_KEY, cells["label"].dropna(), list(ranked["label"]))
+    shown = ranked.iloc[win.rows]
+    pinned = list(ranked["model"].iloc[win.pinned])
+    st.altair_chart(charts.ci_bars(shown, "model", f"{label[col]}: {metric} {arrow} (95% CI)", hib, metric,
+                                   pinned=pinned), key="task_chart", width="stretch")
     st.caption(("higher is better" if hib else "lower is better") + " · " + tables.TIE_RULE)
-    table = sel.sort_values(["rank", "value"], ascending=[True, not hib])[
-        ["rank", "model", "value", "ci_low", "ci_high", "n", "run_id", "task"]]
+    table = shown[["rank", "model", "value", "ci_low", "ci_high", "n", "run_id", "task"]].copy()
+    if pinned:
+        table.insert(0, rowpages.PIN, [rowpages.PIN if m in pinned else "" for m in table["model"]])
     budget = tables.budget_columns(store, table, metric)  # shares that hit max_tokens, ...; finished/truncated
     judge = judging.judge_columns(store, table, metric)  # judged scores: the judge and its reliability
     table = pd.concat([table.drop(columns="task"), budget, judge], axis=1)
@@ -60,11 +68,12 @@ def render(store, filters: tables.Filters) -> None:
                    "trace, or had no parseable answer (from the samples)"
                    + ("; where over 5% stopped at max_tokens, the score on finished and on truncated responses"
                       if len(shares) < len(budget.columns) else ""))
-    judged_views.render(store, sel, sel["task"].iloc[0])  # Arena-Hard's categories, HealthBench's themes and axes
-    render_breakdowns(store, cells, col, metric)
-    render_grpo(store, cells, col)
+    judged_views.render(store, shown, sel["task"].iloc[0])  # Arena-Hard's categories, HealthBench's themes, axes
+    on_page = cells[cells["entry"].isin(shown["entry"])]
+    render_breakdowns(store, on_page, col, metric)
+    render_grpo(store, on_page, col)
     view_best_of_n.render(store, filters, col)
-    render_samples(store, sel, metric, hib, meta.set_index("col").loc[col, "family"])
+    render_samples(store, sel, shown, metric, hib, meta.set_index("col").loc[col, "family"])
 
 
 #: breakdowns over token counts drawn as curves: RULER's context lengths, --thinking-budgets
@@ -129,7 +138,9 @@ def _warn(frame: pd.DataFrame) -> None:
         st.warning(w)
 
 
-def render_samples(store, sel: pd.DataFrame, metric: str, hib: bool, family: str) -> None:
+def render_samples(store, sel: pd.DataFrame, beside: pd.DataFrame, metric: str, hib: bool, family: str) -> None:
+    """The samples of any run of ``sel``; on one item, the answers of the runs on the models' page
+    (``beside``) side by side."""
     st.subheader("Samples")
     runs = sel.drop_duplicates("run_id")
     choice = dict(zip(runs["run_id"], runs["model"]))
@@ -178,7 +189,7 @@ def render_samples(store, sel: pd.DataFrame, metric: str, hib: bool, family: str
     doc = choose(st, "selectbox", "Read sample", docs, "sample_doc")
     row = frame[frame["doc_id"] == doc].iloc[0]
     render_sample(row, names, family)
-    render_side_by_side(store, runs, task, doc, choice)
+    render_side_by_side(store, beside.drop_duplicates("run_id"), task, doc, choice)
 
 
 def metrics_line(row, names) -> str:
@@ -236,14 +247,16 @@ def render_conversations(row) -> None:
 def render_side_by_side(store, runs: pd.DataFrame, task: str, doc: str, choice: dict) -> None:
     if len(runs) < 2:
         return
-    st.markdown(f"#### every model on doc `{doc}`")
+    st.markdown(f"#### the models on this page, doc `{doc}`")
     found = []
     for run_id in runs["run_id"]:
         frame = store.samples(run_id, task)
         hit = frame[frame["doc_id"] == doc] if len(frame) else frame
         found.append((choice[run_id], hit.iloc[0] if len(hit) else None, dsamples.sample_metrics(frame)))
+    rows = -(-len(found) // SIDE_BY_SIDE)
+    area = st.container(height=SIDE_BY_SIDE_HEIGHT) if rows > 2 else st.container()  # more rows: scroll inside
     for start in range(0, len(found), SIDE_BY_SIDE):
-        cols = st.columns(SIDE_BY_SIDE)
+        cols = area.columns(SIDE_BY_SIDE)
         for box, (model, row, names) in zip(cols, found[start:start + SIDE_BY_SIDE]):
             box.markdown(f"**{model}**")
             if row is None:

@@ -11,7 +11,7 @@ import pytest
 
 import _dashboard_records as recs
 
-MODULES = ["data", "store", "labels", "cells", "samples", "battles", "tables", "board", "ranking", "charts", "pairs"]
+MODULES = ["data", "store", "labels", "cells", "samples", "battles", "tables", "board", "ranking", "charts", "pairs", "rowpages"]
 FORBIDDEN = ("evalkit.run.engine", "evalkit.backends", "evalkit.run.runner", "torch", "vllm")
 ROOT = Path(__file__).resolve().parents[2]
 
