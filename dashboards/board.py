@@ -55,26 +55,7 @@ def build_leaderboard(cells: pd.DataFrame, metric_for: Optional[dict] = None, co
     entries = list(dict.fromkeys(pick["entry"])) if len(pick) else []
     label_of = dict(zip(pick["entry"], pick["label"]))
     labels = {c: meta.set_index("col").loc[c, "col_label"] for c in cols}
-    frames = {k: pd.DataFrame(index=entries, columns=cols, dtype=float)
-              for k in ("values", "ranks", "lo", "hi", "se", "n")}
-    display = pd.DataFrame(index=entries, columns=cols, dtype=object)
-    hib_of, items = {}, {}
-    for c in cols:
-        sel = pick[pick["col"] == c].set_index("entry")
-        if not len(sel):
-            continue
-        hib = hib_of[c] = bool(sel["higher_is_better"].iloc[0])
-        r = tied_ranks(sel["value"], sel["ci_low"], sel["ci_high"], hib)
-        counts = r.value_counts()
-        digits = _digits(list(sel["value"]) + list(sel["ci_low"]) + list(sel["ci_high"]))
-        for k, src in (("values", "value"), ("lo", "ci_low"), ("hi", "ci_high"), ("se", "stderr"), ("n", "n")):
-            frames[k].loc[sel.index, c] = pd.to_numeric(sel[src], errors="coerce").astype(float)
-        frames["ranks"].loc[sel.index, c] = r
-        items[c] = float(pd.to_numeric(sel["n_docs"], errors="coerce").max() or 1.0)
-        for e, row in sel.iterrows():
-            tie = not pd.isna(r[e]) and counts.get(r[e], 0) > 1
-            display.loc[e, c] = cell_text(row["value"], row["ci_low"], row["ci_high"], row["n"],
-                                          None if pd.isna(r[e]) else int(r[e]), tie, digits)
+    frames, display, hib_of, items = _column_frames(pick, entries, cols)
     values = frames["values"]
     ov_cols = [c for c in (overall_cols if overall_cols else ranking.shared_columns(values)) if c in cols]
     weights = items if weighting == "items" else None
@@ -92,23 +73,8 @@ def build_leaderboard(cells: pd.DataFrame, metric_for: Optional[dict] = None, co
                                                  kind="stable").index)
         rank_col = frames["ranks"][sort_by]
         shared = rank_col.map(rank_col.value_counts()).fillna(0) > 1
-    n_ov = len(ov_cols)
-    cover = {e: f"{ov.at[e, 'coverage']}/{n_ov}" for e in entries}
-    rank_txt = [("–" if pd.isna(rank_col.get(e)) else f"{int(rank_col[e])}{'=' if shared.get(e) else ''}")
-                for e in order]
-    out = pd.DataFrame({"rank": rank_txt, "model": [label_of[e] for e in order],
-                        OVERALL: [_overall_text(ov.loc[e]) for e in order],
-                        "coverage": [cover[e] for e in order]}, index=range(len(order)))
     headers = {c: f"{labels[c]} · {metric_for[c]} {arrow(hib_of.get(c, True))}" for c in cols}
-    grid = pd.DataFrame({"rank": [rank_col.get(e) for e in order], "tie": ["=" if shared.get(e) else "" for e in order],
-                         "model": out["model"].to_numpy(), "coverage": [cover[e] for e in order],
-                         OVERALL: [ov.at[e, "score"] for e in order],
-                         "overall CI": [_ci_text(ov.at[e, "ci_low"], ov.at[e, "ci_high"], 3) for e in order]})
-    for c in cols:
-        out[labels[c]] = [display.loc[e, c] if isinstance(display.loc[e, c], str) else "–" for e in order]
-        digits = _digits(list(values[c].dropna()))
-        grid[headers[c]] = [values.at[e, c] for e in order]
-        grid[f"{labels[c]} CI"] = [_ci_text(frames["lo"].at[e, c], frames["hi"].at[e, c], digits) for e in order]
+    out, grid = _tables(ov, len(ov_cols), order, rank_col, shared, label_of, frames, display, labels, headers)
     notes = [n for n in meta.set_index("col").loc[cols, "col_note"].dropna().unique()] if cols else []
     superseded = cells[(cells["col"].isin(cols)) & (cells.get("n_runs", 1) > 1)] if "n_runs" in cells else []
     if len(superseded):
@@ -121,6 +87,60 @@ def build_leaderboard(cells: pd.DataFrame, metric_for: Optional[dict] = None, co
                      f"settings' in the sidebar to see each setting as its own row")
     return Leaderboard(out, values.loc[order], frames["ranks"].loc[order], pick, labels, notes, grid, headers, ov,
                        ov_cols, hib_of, metric_for, order, frames["lo"].loc[order], frames["hi"].loc[order])
+
+
+def _column_frames(pick: pd.DataFrame, entries: list, cols: list) -> tuple:
+    """Models x columns frames (values, ranks, CIs, standard errors, n), the cells as text, each
+    column's direction and item count, from one pivot per field rather than one lookup per cell."""
+    wide = {k: pick.pivot(index="entry", columns="col", values=src).reindex(index=entries, columns=cols)
+            .apply(pd.to_numeric, errors="coerce").astype(float) if len(pick) else
+            pd.DataFrame(index=entries, columns=cols, dtype=float)
+            for k, src in (("values", "value"), ("lo", "ci_low"), ("hi", "ci_high"), ("se", "stderr"), ("n", "n"))}
+    frames = {**wide, "ranks": pd.DataFrame(index=entries, columns=cols, dtype=float)}
+    display = pd.DataFrame(index=entries, columns=cols, dtype=object)
+    hib_of, items = {}, {}
+    for c in cols:
+        sel = pick[pick["col"] == c]
+        if not len(sel):
+            continue
+        hib = hib_of[c] = bool(sel["higher_is_better"].iloc[0])
+        idx = sel["entry"].tolist()
+        v, lo, hi, n = (frames[k].loc[idx, c] for k in ("values", "lo", "hi", "n"))
+        r = tied_ranks(v, lo, hi, hib)
+        frames["ranks"].loc[idx, c] = r.to_numpy()
+        items[c] = float(pd.to_numeric(sel["n_docs"], errors="coerce").max() or 1.0)
+        counts = r.value_counts()
+        digits = _digits(list(sel["value"]) + list(sel["ci_low"]) + list(sel["ci_high"]))
+        display.loc[idx, c] = [
+            cell_text(x, a, b, k, None if pd.isna(rk) else int(rk), not pd.isna(rk) and counts.get(rk, 0) > 1, digits)
+            for x, a, b, k, rk in zip(sel["value"], sel["ci_low"], sel["ci_high"], sel["n"], r.to_numpy())]
+    return frames, display, hib_of, items
+
+
+def _tables(ov: pd.DataFrame, n_ov: int, order: list, rank_col, shared, label_of: dict, frames: dict,
+            display: pd.DataFrame, labels: dict, headers: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The text view and the page's numeric grid, rows in ``order``."""
+    o = ov.reindex(order)
+    cover = [f"{c}/{n_ov}" for c in o["coverage"]]
+    ranks, ties = rank_col.reindex(order), shared.reindex(order).fillna(False).astype(bool)
+    rank_txt = ["–" if pd.isna(r) else f"{int(r)}{'=' if t else ''}" for r, t in zip(ranks, ties)]
+    models = [label_of[e] for e in order]
+    out = pd.DataFrame({"rank": rank_txt, "model": models,
+                        OVERALL: [_overall_text(row) for _, row in o[["score", "ci_low", "ci_high", "coverage"]]
+                                  .iterrows()] if len(o) else [],
+                        "coverage": cover}, index=range(len(order)))
+    grid = pd.DataFrame({"rank": ranks.to_numpy(), "tie": ["=" if t else "" for t in ties], "model": models,
+                         "coverage": cover, OVERALL: o["score"].to_numpy(),
+                         "overall CI": [_ci_text(a, b, 3) for a, b in zip(o["ci_low"], o["ci_high"])]})
+    shown = display.reindex(order)
+    for c in labels:
+        out[labels[c]] = [x if isinstance(x, str) else "–" for x in shown[c]]
+        v = frames["values"][c]
+        digits = _digits(list(v.dropna()))
+        grid[headers[c]] = v.reindex(order).to_numpy()
+        grid[f"{labels[c]} CI"] = [_ci_text(a, b, digits) for a, b in
+                                   zip(frames["lo"][c].reindex(order), frames["hi"][c].reindex(order))]
+    return out, grid
 
 
 def _ci_text(lo, hi, digits: int) -> str:
