@@ -70,7 +70,7 @@ def main() -> None:
     st.set_page_config(page_title="evalkit leaderboard", layout="wide")
     results, battles = settings()
     store = get_store(results, battles)
-    store.refresh()
+    store.refresh(max_age=2.0)
     urlstate.sync_in()
     st.sidebar.title("evalkit")
     view = choose(st.sidebar, "radio", "View", VIEWS, "view", default="Leaderboard")

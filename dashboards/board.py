@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-import numpy as np
 import pandas as pd
 
 from . import ranking
@@ -158,22 +157,23 @@ def _overall_text(row) -> str:
 def heat_frame(lb: Leaderboard) -> pd.DataFrame:
     """Long frame for the models x columns heatmap: per cell the value, its CI, its column rank and a
     0..1 colour (1 = best in the column, direction-aware)."""
-    rows = []
-    for c, label in lb.column_labels.items():
-        v = lb.values[c]
+    names = ["model", "column", "col", "value", "goodness", "text", "ci_low", "ci_high", "rank", "entry"]
+    model_of = dict(zip(lb.entries, lb.display["model"]))
+    parts = []
+    for c in lb.column_labels:
+        v = lb.values[c].reindex(lb.entries)
         known = v.dropna()
-        lo_, hi_ = (known.min(), known.max()) if len(known) else (np.nan, np.nan)
-        for e, model in zip(lb.entries, lb.display["model"]):
-            x = v.get(e)
-            if x is None or pd.isna(x):
-                continue
-            norm = 0.5 if hi_ == lo_ else (x - lo_) / (hi_ - lo_)
-            if not lb.higher_is_better.get(c, True):
-                norm = 1 - norm
-            r = lb.ranks.at[e, c]
-            rows.append({"model": model, "column": lb.headers[c], "col": c, "value": float(x), "goodness": norm,
-                         "text": fmt(x),
-                         "ci_low": lb.ci_low.at[e, c], "ci_high": lb.ci_high.at[e, c],
-                         "rank": None if pd.isna(r) else int(r), "entry": e})
-    return pd.DataFrame(rows, columns=["model", "column", "col", "value", "goodness", "text", "ci_low", "ci_high",
-                                       "rank", "entry"])
+        if not len(known):
+            continue
+        lo_, hi_ = known.min(), known.max()
+        norm = pd.Series(0.5, index=known.index) if hi_ == lo_ else (known - lo_) / (hi_ - lo_)
+        if not lb.higher_is_better.get(c, True):
+            norm = 1 - norm
+        ranks = lb.ranks[c].reindex(known.index)
+        parts.append(pd.DataFrame({
+            "model": [model_of[e] for e in known.index], "column": lb.headers[c], "col": c,
+            "value": known.to_numpy(float), "goodness": norm.to_numpy(float), "text": [fmt(x) for x in known],
+            "ci_low": lb.ci_low[c].reindex(known.index).to_numpy(),
+            "ci_high": lb.ci_high[c].reindex(known.index).to_numpy(),
+            "rank": [None if pd.isna(r) else int(r) for r in ranks], "entry": list(known.index)}))
+    return pd.concat(parts, ignore_index=True)[names] if parts else pd.DataFrame(columns=names)

@@ -12,11 +12,12 @@ from evalkit.records import RunRecord
 from .labels import ARENA_TASK, col_key, entry_key, gen_text, task_family, weights_id
 
 RUN_COLUMNS = ["run_id", "folder", "path", "kind", "model", "spec", "backend", "identity_hash", "gen", "entry",
-               "weights", "setting_entry", "settings", "created_at", "date", "tags", "tasks", "evalkit_version", "git_sha", "judge", "limit", "seed",
-               "series", "step"]
-CELL_COLUMNS = ["run_id", "entry", "label", "setting_entry", "setting_label", "settings", "model", "backend", "created_at", "tags", "task", "family", "version",
-                "prompt_hash", "n_docs", "col", "metric", "metric_order", "value", "ci_low", "ci_high", "stderr",
-                "n", "kind", "higher_is_better", "series", "step"]
+               "weights", "setting_entry", "settings", "created_at", "date", "tags", "tasks", "evalkit_version",
+               "git_sha", "judge", "limit", "seed", "series", "step"]
+CELL_COLUMNS = ["run_id", "entry", "label", "setting_entry", "setting_label", "settings", "model", "backend",
+                "created_at", "tags", "task", "family", "version", "prompt_hash", "n_docs", "col", "metric",
+                "metric_order", "value", "ci_low", "ci_high", "stderr", "n", "kind", "higher_is_better", "series",
+                "step"]
 
 
 def finite(x) -> Optional[float]:

@@ -71,12 +71,15 @@ def average_ranks(x: np.ndarray) -> np.ndarray:
     order = np.argsort(x, axis=-1, kind="stable")
     xs = np.take_along_axis(x, order, axis=-1)
     m = x.shape[-1]
+    ranks = np.empty(x.shape, float)
+    if not (xs[..., 1:] == xs[..., :-1]).any():       # no ties (redrawn cells): a rank is a position
+        np.put_along_axis(ranks, order, np.broadcast_to(np.arange(1.0, m + 1), x.shape), axis=-1)
+        return ranks
     pos = np.broadcast_to(np.arange(m), x.shape)
     starts = np.concatenate([np.ones(x.shape[:-1] + (1,), bool), xs[..., 1:] != xs[..., :-1]], axis=-1)
     ends = np.concatenate([xs[..., 1:] != xs[..., :-1], np.ones(x.shape[:-1] + (1,), bool)], axis=-1)
     first = np.maximum.accumulate(np.where(starts, pos, 0), axis=-1)
     last = np.flip(np.minimum.accumulate(np.flip(np.where(ends, pos, m - 1), axis=-1), axis=-1), axis=-1)
-    ranks = np.empty(x.shape, float)
     np.put_along_axis(ranks, order, (first + last) / 2 + 1, axis=-1)
     return ranks
 

@@ -16,6 +16,7 @@ Frames: ``runs()`` one row per run; ``cells()`` one row per run x task x metric 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,17 +58,23 @@ class ResultsStore:
         self.rating_rounds = rating_rounds
         self._loaded: dict[str, _Loaded] = {}
         self._battle_records: dict[str, _Loaded] = {}
-        self._frames: dict[str, pd.DataFrame] = {}
+        self._frames: dict = {}            # runs, cells (frames) and records (a dict), per version
         self._samples: OrderedDict = OrderedDict()
         self._full: OrderedDict = OrderedDict()
+        self._listed = float("-inf")
         self.version = 0
         self.errors: dict[str, str] = {}
         self._lock = threading.RLock()   # one store serves every browser session (threads)
 
     # ---- summaries ------------------------------------------------------------------------------
-    def refresh(self) -> bool:
-        """Re-read changed ``run.json`` files; returns True when anything changed."""
+    def refresh(self, max_age: float = 0.0) -> bool:
+        """Re-read changed ``run.json`` files; returns True when anything changed. ``max_age``: skip
+        the folder listing when the last one is younger than this many seconds (the app passes 2 s:
+        at 10,000 runs a listing costs ~0.2 s, and a click reruns the page)."""
         with self._lock:
+            if max_age and time.monotonic() - self._listed < max_age:
+                return False
+            self._listed = time.monotonic()
             return self._refresh()
 
     def _refresh(self) -> bool:
@@ -122,11 +129,16 @@ class ResultsStore:
         return changed
 
     def records(self) -> dict[str, RunRecord]:
-        """run id -> record (run folders first, then battle files rated in memory)."""
-        out = {}
-        for item in list(self._loaded.values()) + list(self._battle_records.values()):
-            out.setdefault(item.record.run_id, item.record)
-        return out
+        """run id -> record (run folders first, then battle files rated in memory); made once per
+        version of the data (views look records up per row)."""
+        with self._lock:
+            out = self._frames.get("records")
+            if out is None:
+                out = {}
+                for item in list(self._loaded.values()) + list(self._battle_records.values()):
+                    out.setdefault(item.record.run_id, item.record)
+                self._frames["records"] = out
+            return out
 
     def record(self, run_id: str) -> RunRecord:
         """The whole record of one run (its run.json read again when it changed; the last few kept)."""
@@ -153,6 +165,16 @@ class ResultsStore:
             while len(self._full) > RECORD_CACHE_SIZE:
                 self._full.popitem(last=False)
         return full
+
+    def task_part(self, run_id: str, task: str, part: str):
+        """A task's ``part`` (``breakdowns``, ``grpo``, ``best_of_n``, ``extra``, ``budget``...) of one
+        run: from its summary, or from its whole record when the summary left that part out."""
+        entry = self.records()[run_id].tasks.get(task)
+        if entry is None:
+            return None
+        if part in (entry.get("left_out") or ()):
+            entry = self.record(run_id).tasks.get(task) or {}
+        return entry.get(part)
 
     def runs(self) -> pd.DataFrame:
         with self._lock:

@@ -196,10 +196,10 @@ def breakdowns(store, cells: pd.DataFrame, col: str) -> pd.DataFrame:
     sel = cells[cells["col"] == col].drop_duplicates("entry")
     rows = []
     for _, c in sel.iterrows():
-        t = store.record(c["run_id"]).tasks.get(c["task"])
+        t = store.records()[c["run_id"]].tasks.get(c["task"])
         if t is None:
             continue
-        for key, metrics in t.breakdowns.items():
+        for key, metrics in (store.task_part(c["run_id"], c["task"], "breakdowns") or {}).items():
             dim, group = key.split(":", 1) if ":" in key else ("category", key)
             for m, mv in metrics.items():
                 rows.append({"model": c["label"], "run_id": c["run_id"], "dimension": dim, "group": group,
@@ -221,7 +221,7 @@ def grpo_figures(store, cells: pd.DataFrame, col: str) -> pd.DataFrame:
     sel = cells[cells["col"] == col].drop_duplicates("entry")
     rows = []
     for _, c in sel.iterrows():
-        g = store.record(c["run_id"]).tasks.get(c["task"], {}).get("grpo") or {}
+        g = store.task_part(c["run_id"], c["task"], "grpo") or {}
         for name, mv in (g.get("figures") or {}).items():
             mv = as_metric_value(mv)
             if mv is not None:
@@ -247,8 +247,8 @@ def best_of_n_figures(store, cells: pd.DataFrame, col: str, latest_only: bool = 
     sel = cells[cells["col"] == col].sort_values("created_at", ascending=False, kind="stable")
     rows, heads, seen = [], [], set()
     for _, c in sel.drop_duplicates("run_id").iterrows():
-        rec = store.record(c["run_id"])
-        b = rec.tasks.get(c["task"], {}).get("best_of_n") or {}
+        rec = store.records()[c["run_id"]]
+        b = store.task_part(c["run_id"], c["task"], "best_of_n") or {}
         ns, curves = b.get("ns") or [], b.get("curves") or {}
         rm_info = rec.run.reward_model or {}
         rm = str(rm_info.get("name") or rm_info.get("spec") or b.get("reward_model") or "reward model")
@@ -318,7 +318,7 @@ def budget_columns(store, sel: pd.DataFrame, metric: Optional[str] = None) -> pd
     split = {f"{metric} finished": [], f"{metric} truncated": []} if metric else {}
     for run_id, task in zip(sel["run_id"], sel["task"]):
         try:
-            b = (store.record(run_id).tasks.get(task) or {}).get("budget") or {}
+            b = store.task_part(run_id, task, "budget") or {}
         except KeyError:
             b = {}
         for key, label in BUDGET_COLUMNS.items():

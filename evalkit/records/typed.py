@@ -82,30 +82,42 @@ def _hints(cls) -> dict:
     return typing.get_type_hints(cls)
 
 
-def _decode(hint, value, where: str):
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin is Union:  # Optional[X]
-        if value is None:
-            return None
-        hint = next(a for a in args if a is not type(None))
-        origin, args = typing.get_origin(hint), typing.get_args(hint)
+@functools.lru_cache(maxsize=None)
+def _plan(hint) -> tuple:
+    """How a field of type ``hint`` is decoded, worked out once per hint: ``(optional, kind, cls)``."""
+    optional = typing.get_origin(hint) is Union
+    if optional:  # Optional[X]
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
     if isinstance(hint, type) and issubclass(hint, _Typed):
-        return hint.from_dict(value, where)
+        return optional, "typed", hint
+    if hint == dict[str, MetricValue]:
+        return optional, "metrics", None
+    if hint == dict[str, dict[str, MetricValue]]:
+        return optional, "metric_groups", None
+    if origin is dict and len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], _Typed):
+        return optional, "typed_dict", args[1]
+    return optional, "raw", None
+
+
+def _decode(hint, value, where: str):
+    optional, kind, cls = _plan(hint)
+    if kind == "raw" or (optional and value is None):
+        return value
+    if kind == "typed":
+        return cls.from_dict(value, where)
     try:
-        if hint == dict[str, MetricValue]:
+        if kind == "metrics":
             return metric_values(value, where)
-        if hint == dict[str, dict[str, MetricValue]]:
+        if kind == "metric_groups":
             if not isinstance(value, dict):
                 raise ValueError(f"{where}: expected an object of groups")
             return {g: metric_values(v, f"{where}.{g}") for g, v in value.items()}
     except ValueError as e:
         raise RecordError(str(e)) from None
-    if origin is dict and len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], _Typed):
-        if not isinstance(value, dict):
-            raise RecordError(f"{where}: expected an object")
-        return {k: args[1].from_dict(v, f"{where}.{k}") for k, v in value.items()}
-    return value
+    if not isinstance(value, dict):
+        raise RecordError(f"{where}: expected an object")
+    return {k: cls.from_dict(v, f"{where}.{k}") for k, v in value.items()}
 
 
 def _encode(v):
