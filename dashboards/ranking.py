@@ -28,19 +28,20 @@ def tied_ranks(values, ci_low, ci_high, higher_is_better: bool = True) -> pd.Ser
     """Ranks where statistically tied models share a place (the group-leader rule, module doc).
     NaN values get no rank (NaN)."""
     v = pd.Series(values, dtype=float)
-    lo = pd.Series(ci_low, dtype=float, index=v.index).fillna(v)
-    hi = pd.Series(ci_high, dtype=float, index=v.index).fillna(v)
-    ranks = pd.Series(np.nan, index=v.index)
-    known = v.dropna()
-    order = known.sort_values(ascending=not higher_is_better, kind="stable").index
-    leader = None
-    for pos, idx in enumerate(order, start=1):
-        if leader is not None and lo[idx] <= hi[leader] and lo[leader] <= hi[idx]:
-            ranks[idx] = ranks[leader]
+    x = v.to_numpy()
+    lo = pd.Series(ci_low, dtype=float, index=v.index).fillna(v).to_numpy()
+    hi = pd.Series(ci_high, dtype=float, index=v.index).fillna(v).to_numpy()
+    ranks = np.full(len(x), np.nan)
+    known = np.flatnonzero(~np.isnan(x))
+    order = known[np.argsort(-x[known] if higher_is_better else x[known], kind="stable")]
+    leader = -1
+    for pos, i in enumerate(order.tolist(), start=1):
+        if leader >= 0 and lo[i] <= hi[leader] and lo[leader] <= hi[i]:
+            ranks[i] = ranks[leader]
             continue
-        leader = idx
-        ranks[idx] = pos
-    return ranks
+        leader = i
+        ranks[i] = pos
+    return pd.Series(ranks, index=v.index)
 
 
 WEIGHTS = ("equal", "items")
@@ -68,7 +69,7 @@ def shared_columns(values: pd.DataFrame) -> list:
 
 def average_ranks(x: np.ndarray) -> np.ndarray:
     """1-based ranks along the last axis, tied values sharing the mean of their positions (one sort)."""
-    order = np.argsort(x, axis=-1, kind="stable")
+    order = np.argsort(x, axis=-1)      # any order among equal values: they share their mean position
     xs = np.take_along_axis(x, order, axis=-1)
     m = x.shape[-1]
     ranks = np.empty(x.shape, float)

@@ -32,10 +32,11 @@ def default_pair(store, runs) -> tuple[int, int]:
     """Indexes of the newest two runs that share a leaderboard column (same task, version and prompts),
     else of the two newest runs."""
     ids = list(runs["run_id"])
+    position = {r: i for i, r in reversed(list(enumerate(ids)))}
     cells = store.cells()
     best = None
     for _, grp in cells[cells["run_id"].isin(ids)].groupby("col"):
-        got = sorted({ids.index(r) for r in grp["run_id"]})
+        got = sorted({position[r] for r in grp["run_id"]})
         if len(got) >= 2 and (best is None or got[:2] < best):
             best = got[:2]
     if best:
