@@ -20,8 +20,6 @@ from mktestdocs import grab_code_blocks
 
 from conftest import REPO, SHARED_DATA
 
-pytestmark = pytest.mark.slow
-
 RUN = {"bash", "python"}
 SHOWN = {"console", "py", "text"}
 DATA = {"toml", "yaml", "json", "jsonl", "jinja", "csv", "ini", "xml"}
@@ -108,6 +106,7 @@ def run_block(tag: str, code: str, work: Path, env: dict) -> subprocess.Complete
 RUNNABLE = [p for p in pages() if any(t in RUN for t, _ in blocks(p))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", RUNNABLE, ids=name)
 def test_the_pages_commands_run(page, sandbox):
     root, env = sandbox
