@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The regression gate as CI runs it: the exact commands of .github/actions/gate, and what
-# `evalkit ci-gate` runs (the GitLab example in docs/regression-gate.md). Everything comes from
+# `evalkit ci-gate` runs (the GitLab example in docs/comparing-and-gating.md). Everything comes from
 # environment variables:
 #
 #   EVALKIT_BASELINE        baseline run folder, or a folder holding exactly one run (a downloaded
 #                           artifact); needed unless EVALKIT_CONFIG names one
 #   EVALKIT_CANDIDATE       BACKEND:MODEL to evaluate with the baseline's settings, or
 #   EVALKIT_CANDIDATE_RUN   a saved candidate run folder (nothing is evaluated)
-#   EVALKIT_CONFIG          gate config (TOML, see docs/regression-gate.md); else one is written
+#   EVALKIT_CONFIG          gate config (TOML, see docs/comparing-and-gating.md); else one is written
 #   EVALKIT_CANDIDATE_ARGS  backend options (k=v,...)     EVALKIT_MARGIN   tolerated drop (points)
 #   EVALKIT_PRIMARY         primary tests (comma list)    EVALKIT_ALPHA    significance level
 #   EVALKIT_INCLUDE_PATH    extra task files folder       EVALKIT_CACHE_DIR response cache folder

@@ -8,7 +8,7 @@ The baseline is either a pinned run record (``baseline = "results/<run-id>"``, o
 run: never rerun; ``--baseline`` on the command line needs no config) or a
 model (``baseline_model = "hf:..."``) evaluated through the response cache first, so an unchanged
 baseline costs no model calls. Relative paths in the config are relative to the config file.
-See docs/regression-gate.md for the format.
+See docs/comparing-and-gating.md for the format.
 """
 from __future__ import annotations
 
@@ -258,7 +258,7 @@ def register(sub):
     p = sub.add_parser("gate", help="pre-merge regression gate: run the candidate like the baseline, then compare",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", default=None,
-                   help="gate config (TOML), see docs/regression-gate.md; optional with --baseline")
+                   help="gate config (TOML), see docs/comparing-and-gating.md; optional with --baseline")
     p.add_argument("--candidate", default=None, metavar="BACKEND:MODEL", help="the model to gate (or [candidate] model)")
     p.add_argument("--candidate-run", default=None, metavar="RUN_DIR",
                    help="a saved candidate run record: compare it instead of evaluating a model (or [candidate] run)")

@@ -53,12 +53,12 @@ def test_the_bundled_model_plays_episodes_through_vllm_offline(vllm_backend, tmp
     plays_and_replays(vllm_backend, tmp_path)
 
 
-def test_the_readmes_agent_task_runs_on_the_bundled_model(tiny_model_dir, capsys):
+def test_the_docs_agent_task_runs_on_the_bundled_model(tiny_model_dir, capsys):
     import re
     from conftest import REPO
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("### Evaluating tool use and agents"):text.index("#### BFCL v4")]
-    (code,) = [b for b in re.findall(r"```python\n(.*?)```", section, re.S) if "AgentTask" in b]
-    exec(compile(code, "README.md", "exec"), {"__name__": "readme_agent_example"})
+    text = (REPO / "docs" / "agents-and-tools.md").read_text(encoding="utf-8")
+    section = text[text.index("### A minimal agent task"):text.index("### BFCL v4")]
+    (code,) = [b for b in re.findall(r"```py(?:thon)?\n(.*?)```", section, re.S) if "AgentTask" in b]
+    exec(compile(code, "docs/agents-and-tools.md", "exec"), {"__name__": "readme_agent_example"})
     printed = capsys.readouterr().out
     assert printed.split(" ", 1)[0] in ("0.0", "0.5", "1.0", "1.5", "2.0") and "'user_turn': 0" in printed

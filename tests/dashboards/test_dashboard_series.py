@@ -104,17 +104,17 @@ def test_score_and_run_take_series_and_step(tmp_path, capsys):
         assert message in capsys.readouterr().err                       # before any model loads
 
 
-def test_the_readmes_training_loop_makes_a_series(tmp_path, shared_data, tiny_model_dir):
-    """The README's training-loop example, run as written (data path made absolute): two checkpoints, two
+def test_the_docs_training_loop_makes_a_series(tmp_path, shared_data, tiny_model_dir):
+    """The getting-started page's training-loop example (docs/getting-started.md), run as written (data path made absolute): two checkpoints, two
     records of one series with their steps, and two model identities (the weights moved)."""
     import os
     import re
     import subprocess
     import sys
     from conftest import REPO
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("#### Checkpoint series"):]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    page = (REPO / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    section = page[page.index("### Checkpoint series"):]
+    code = re.search(r"```py(?:thon)?\n(.*?)```", section, re.S).group(1)
     code = code.replace("../shared/data/mmlu", str(shared_data / "mmlu"))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,

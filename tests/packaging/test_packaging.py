@@ -45,6 +45,6 @@ def test_distribution_name_slim_core_and_extras():
     assert __version__ == proj["version"]
     # every install line in the docs names the distribution, never the unrelated PyPI package `evalkit`
     import re
-    for doc in [REPO / "README.md", *(REPO / "docs").glob("*.md")]:
+    for doc in [REPO / "README.md", *(REPO / "docs").rglob("*.md")]:
         for m in re.finditer(r"pip install\s+([\"']?)(evalkit[\w-]*)", doc.read_text()):
             assert m.group(2) == "evalkit-harness", f"{doc.name}: {m.group(0)}"

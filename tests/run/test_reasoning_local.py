@@ -15,7 +15,7 @@ from conftest import evalkit_cli
 
 REPO = Path(__file__).resolve().parents[2]
 # ChatML (SmolLM2's own format) that opens a trace after the assistant header, Qwen3-style:
-# enable_thinking=false writes an empty, closed trace instead (the README uses the same file)
+# enable_thinking=false writes an empty, closed trace instead (docs/backends.md uses the same file)
 TEMPLATE_FILE = REPO / "tests" / "fixtures" / "chat_templates" / "chatml_think.jinja"
 
 

@@ -1,4 +1,4 @@
-"""The README's "Writing a task" examples, taken from the README itself, run on the bundled model."""
+"""The "Writing a task" page's examples (docs/writing-a-task.md), taken from the page itself, run on the bundled model."""
 from __future__ import annotations
 
 import json
@@ -12,11 +12,9 @@ pytestmark = pytest.mark.slow
 
 
 def readme_task_files() -> list[str]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Writing a task"):]
-    section = section[:section.index("\n## ", 3)]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert len(blocks) == 3, "the README shows a multiple-choice task, a generation task and a judged metric"
+    text = (REPO / "docs" / "writing-a-task.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 3, "the page shows a multiple-choice task, a generation task and a judged metric"
     return blocks
 
 
