@@ -9,6 +9,7 @@ from dataclasses import astuple
 import streamlit as st
 
 from evalkit.dashboards import board, charts, ranking, rowcontrols, rowpages, suites, tables
+from evalkit.dashboards.store import paused_gc
 from evalkit.dashboards.urlstate import choose
 
 GRID_KEY = "lb_grid"
@@ -98,8 +99,10 @@ def cached_board(_store, sources: tuple, version: int, filters: tuple, metric_fo
     battle files), data version (``store.version``) and settings: a page, search or pin change slices it
     (``rowpages.board_page``), a view switch reuses it."""
     cells = tables.filter_cells(_store.cells(), tables.Filters(*filters))
-    lb = board.build_leaderboard(cells, metric_for, list(shown), sort_by, best_first, list(over) or None, weighting)
-    return lb, board.heat_frame(lb)
+    with paused_gc():
+        lb = board.build_leaderboard(cells, metric_for, list(shown), sort_by, best_first, list(over) or None,
+                                     weighting)
+        return lb, board.heat_frame(lb)
 
 
 def render(store, filters: tables.Filters) -> None:

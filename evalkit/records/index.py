@@ -25,7 +25,7 @@ from typing import Optional
 from evalkit.records.record import RecordError, load_run
 
 INDEX_NAME = ".evalkit-index.sqlite"
-SCHEMA_VERSION = "3"
+INDEX_LAYOUT = "3"
 RUN_FIELDS = ("folder", "size", "mtime_ns", "run_id", "created_at", "kind", "model", "spec", "backend",
               "identity_hash", "tags")
 #: per-task parts left out of a run's summary (read from run.json when a view needs them)
@@ -76,14 +76,14 @@ def connect(results_dir) -> sqlite3.Connection:
 def _migrate(con: sqlite3.Connection) -> None:
     """Create the tables, or rebuild an index an older evalkit wrote (its runs are read again); one
     writer at a time (``BEGIN IMMEDIATE``), so two processes opening a new index race on nothing."""
-    if _schema(con) == SCHEMA_VERSION:          # the common case: no lock taken
+    if _schema(con) == INDEX_LAYOUT:          # the common case: no lock taken
         return
     con.execute("BEGIN IMMEDIATE")
     try:
         _script(con, SCHEMA)
-        if _schema(con) != SCHEMA_VERSION:
+        if _schema(con) != INDEX_LAYOUT:
             _script(con, "DROP TABLE IF EXISTS runs; DROP TABLE IF EXISTS metrics;" + SCHEMA)
-            con.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (INDEX_LAYOUT,))
         con.commit()
     except BaseException:
         con.rollback()
