@@ -91,10 +91,14 @@ def build_leaderboard(cells: pd.DataFrame, metric_for: Optional[dict] = None, co
 def _column_frames(pick: pd.DataFrame, entries: list, cols: list) -> tuple:
     """Models x columns frames (values, ranks, CIs, standard errors, n), the cells as text, each
     column's direction and item count, from one pivot per field rather than one lookup per cell."""
-    wide = {k: pick.pivot(index="entry", columns="col", values=src).reindex(index=entries, columns=cols)
-            .apply(pd.to_numeric, errors="coerce").astype(float) if len(pick) else
-            pd.DataFrame(index=entries, columns=cols, dtype=float)
-            for k, src in (("values", "value"), ("lo", "ci_low"), ("hi", "ci_high"), ("se", "stderr"), ("n", "n"))}
+    fields = {"values": "value", "lo": "ci_low", "hi": "ci_high", "se": "stderr", "n": "n"}
+    if len(pick):
+        numbers = pick[["entry", "col"]].assign(**{k: pd.to_numeric(pick[src], errors="coerce").astype(float)
+                                                   for k, src in fields.items()})
+        both = numbers.pivot(index="entry", columns="col", values=list(fields))
+        wide = {k: both[k].reindex(index=entries, columns=cols) for k in fields}
+    else:
+        wide = {k: pd.DataFrame(index=entries, columns=cols, dtype=float) for k in fields}
     frames = {**wide, "ranks": pd.DataFrame(index=entries, columns=cols, dtype=float)}
     display = pd.DataFrame(index=entries, columns=cols, dtype=object)
     hib_of, items = {}, {}

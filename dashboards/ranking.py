@@ -18,6 +18,8 @@
 """
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from typing import Optional, Sequence
 
 import numpy as np
@@ -118,7 +120,38 @@ def overall_ranking(values: pd.DataFrame, ci_low: pd.DataFrame, ci_high: pd.Data
                     cols: Sequence, weights: Optional[dict] = None, stderr: Optional[pd.DataFrame] = None,
                     rounds: int = 1000, seed: int = 0) -> pd.DataFrame:
     """One row per model (the index of ``values``): coverage (how many of ``cols`` it fills), covered
-    (which), group (0 = the widest coverage), score, its CI, the tie-aware rank within the group."""
+    (which), group (0 = the widest coverage), score, its CI, the tie-aware rank within the group.
+    Computed once per distinct input (``_MEMO``: a filter that leaves every model's cells as they were,
+    such as showing every run rather than the newest, gets the ranking back at once)."""
+    key = _memo_key(values, ci_low, ci_high, higher_is_better, cols, weights, stderr, rounds, seed)
+    if key in _MEMO:
+        _MEMO.move_to_end(key)
+        return _MEMO[key].copy()
+    out = _overall_ranking(values, ci_low, ci_high, higher_is_better, cols, weights, stderr, rounds, seed)
+    _MEMO[key] = out.copy()
+    while len(_MEMO) > MEMO_SIZE:
+        _MEMO.popitem(last=False)
+    return out
+
+
+MEMO_SIZE = 8
+_MEMO: OrderedDict = OrderedDict()
+
+
+def _memo_key(values, ci_low, ci_high, hib, cols, weights, stderr, rounds, seed) -> str:
+    """A digest of everything the ranking reads: the models, the chosen columns' cells and settings."""
+    h = hashlib.sha256()
+    cols = [c for c in cols if c in values.columns]
+    h.update(repr((list(values.index), cols, sorted((hib or {}).items()), sorted((weights or {}).items()),
+                   rounds, seed)).encode())
+    for frame in (values, ci_low, ci_high, stderr):
+        h.update(b"-" if frame is None else frame.reindex(index=values.index, columns=cols).to_numpy(float).tobytes())
+    return h.hexdigest()
+
+
+def _overall_ranking(values: pd.DataFrame, ci_low: pd.DataFrame, ci_high: pd.DataFrame, higher_is_better: dict,
+                     cols: Sequence, weights: Optional[dict], stderr: Optional[pd.DataFrame], rounds: int,
+                     seed: int) -> pd.DataFrame:
 
     cols = [c for c in cols if c in values.columns]
     out = pd.DataFrame(index=values.index, columns=OVERALL_COLUMNS, dtype=object)

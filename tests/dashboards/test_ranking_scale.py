@@ -3,6 +3,8 @@ figures of counting every pair, on fixtures with ties, missing cells, lower-is-b
 a bootstrap drawn in chunks; average ranks equal scipy's."""
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -34,6 +36,7 @@ def test_sorted_win_rates_equal_the_pairwise_count(monkeypatch, seed, models, co
     fast = ranking.overall_ranking(v, lo, hi, hib, list(v.columns), {"c0": 3, "c1": 1}, se, rounds=250, seed=seed)
     monkeypatch.setattr(ranking, "_win_rates", pairwise_win_rates)
     monkeypatch.setattr(ranking, "CHUNK", 250)                        # every round in one draw
+    monkeypatch.setattr(ranking, "_MEMO", OrderedDict())               # computed again, not remembered
     exact = ranking.overall_ranking(v, lo, hi, hib, list(v.columns), {"c0": 3, "c1": 1}, se, rounds=250, seed=seed)
     pd.testing.assert_frame_equal(fast, exact)
     assert fast["score"].notna().sum() >= 2 and fast["group"].nunique() > 1
@@ -53,3 +56,16 @@ def test_two_thousand_models_fit_in_chunks():
     assert out["score"].notna().all() and (out["ci_low"] <= out["score"]).all()
     best = out["score"].idxmax()
     assert out.at[best, "rank"] == 1 and v.loc[best].mean() > v.mean(axis=1).quantile(0.99)
+
+
+def test_a_ranking_is_computed_once_per_distinct_input(monkeypatch):
+    v, lo, hi, se = fixture(3, 20, 3)
+    first = ranking.overall_ranking(v, lo, hi, {}, list(v.columns), stderr=se, rounds=50)
+    calls, real = [], ranking._bootstrap
+    monkeypatch.setattr(ranking, "_bootstrap", lambda *a: calls.append(1) or real(*a))
+    again = ranking.overall_ranking(v.copy(), lo.copy(), hi.copy(), {}, list(v.columns), stderr=se, rounds=50)
+    pd.testing.assert_frame_equal(first, again)
+    assert calls == []                                                   # remembered
+    v.iloc[0, 0] = 0.5 if v.iloc[0, 0] != 0.5 else 0.4
+    ranking.overall_ranking(v, lo, hi, {}, list(v.columns), stderr=se, rounds=50)
+    assert calls                                                         # another input: computed
