@@ -213,6 +213,12 @@ def test_corrupted_samples_line_is_a_warning_not_a_traceback(page, server, resul
     no_traceback(page)
 
 
+def whole_records(results) -> list:
+    """Every run's whole record (the store's ``records()`` are summaries without GRPO and best-of-N figures)."""
+    s = store(results)
+    return [s.record(run_id) for run_id in s.records()]
+
+
 def test_grpo_group_figures_and_passk_curves(page, server, results):
     shots.open_view(page, server.url, view="Task", task=col_of(results, "gsm8k", 12), tag="grpo")
     page.get_by_role("heading", name="GRPO groups").wait_for(timeout=60_000)
@@ -222,7 +228,7 @@ def test_grpo_group_figures_and_passk_curves(page, server, results):
         paths = chart.locator(f'path[aria-label*="model: {model}"]')
         assert settle(paths.count, lambda c: c >= 4) >= 4
     from evalkit.dashboards.tables import cell_text
-    (run,) = [r for r in store(results).records().values() if r.run.model.name == "grpo-policy-a"]
+    (run,) = [r for r in whole_records(results) if r.run.model.name == "grpo-policy-a"]
     want = cell_text(*(run.tasks["gsm8k"]["grpo"]["figures"]["pass@1"][k] for k in ("value", "ci_low", "ci_high", "n")))
     grid = page.locator(".st-key-grpo_section [data-testid=stDataFrame]")
     grid.locator("[role=row]").nth(2).wait_for(state="attached", timeout=60_000)
@@ -237,7 +243,7 @@ def test_best_of_n_curves_per_model_and_rm_auroc(page, server, results):
     N = 1, 2, 4 (CI bands), and the table of the figures at full N with rm_auroc, a row per run (two reward
     models on one model are two rows), as the records say and as worked out by hand (recs.best_of_n_problems)."""
     from evalkit.dashboards.tables import cell_text
-    runs = {(r.run.model.name, r.run.reward_model["name"]): r for r in store(results).records().values()
+    runs = {(r.run.model.name, r.run.reward_model["name"]): r for r in whole_records(results)
             if r.run.model.name.startswith("bon-")}
     assert len(runs) == 3
     figs = {key: r.tasks["gsm8k"]["best_of_n"] for key, r in runs.items()}
