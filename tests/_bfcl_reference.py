@@ -40,14 +40,18 @@ all items ran, so the items are independent.
 """
 from __future__ import annotations
 
+import atexit
 import copy
 import json
 import os
+import shutil
 import sys
 import tempfile
 import types
 
-os.environ.setdefault("BFCL_PROJECT_ROOT", tempfile.mkdtemp(prefix="bfcl_root_"))
+if "BFCL_PROJECT_ROOT" not in os.environ:         # BFCL's package wants a project folder; removed at exit
+    os.environ["BFCL_PROJECT_ROOT"] = tempfile.mkdtemp(prefix="bfcl_root_")
+    atexit.register(shutil.rmtree, os.environ["BFCL_PROJECT_ROOT"], True)
 
 
 def _stub(name: str, **attrs) -> None:

@@ -10,9 +10,11 @@ import functools
 import importlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -179,6 +181,23 @@ def tiny_model_dir() -> str:
 def hf_backend(tiny_model_dir):
     from evalkit.backends.hf import HFBackend
     return HFBackend(tiny_model_dir, threads=int(os.environ.get("EVALKIT_TORCH_THREADS", "1")))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _reference_temp_files(request, tmp_path_factory):
+    """inspect-evals' port of τ²-bench (the reference the τ² tests check against) unpacks a 7 MB
+    database into a new temp file each time it loads one and never deletes it: 70 files, 480 MB of
+    /tmp per test run. In the τ² test modules those files go to a folder removed after the module."""
+    if not request.module.__name__.rpartition(".")[2].startswith("test_tau2"):
+        yield
+        return
+    folder = tmp_path_factory.mktemp("tau2_reference_tmp")
+    old, tempfile.tempdir = tempfile.tempdir, str(folder)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = old
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
