@@ -9,10 +9,12 @@ For each size it
    CIs, item counts, a samples file per task; 5 runs per model over the benchmarks, some under other
    generation settings, tags, one training run's checkpoint series), checked with ``load_run``;
 2. builds the run index (``evalkit runs index``), timed on its own (the first build reads every run.json);
-3. starts ``evalkit leaderboard`` on loopback and, in the system's Chromium at 1400 px, times the first
-   ready page, a switch to every view and back, and a filter change (a click on "Newest run per cell
-   only"): each click from the click to the end of the script run it causes, read from the page's
-   own clock (a MutationObserver on Streamlit's script state); and the page's height;
+3. starts ``evalkit leaderboard`` on loopback (timing its start until it listens: its warm-up, which
+   loads the runs and ranks the default board, begins there and goes on in the background) and, in
+   the system's Chromium at 1400 px, times the first ready page (from opening the URL), a switch to
+   every view and back, and a filter change (a click on "Newest run per cell only"): each click from
+   the click to the end of the script run it causes, read from the page's own clock (a
+   MutationObserver on Streamlit's script state); and the page's height;
 4. reads the server's peak RSS (``VmHWM``, its process tree) and CPU time.
 Targets at 10,000 runs: first page <= 5 s once the index exists, every click <= 1 s, RSS <= 1 GB.
 """
@@ -38,11 +40,14 @@ TASKS = {"gsm8k": 1319, "mmlu": 14042, "math500": 500, "bbh_cot": 6511, "xsum": 
          "ifeval": 541}
 VIEWS = ("Task", "Series", "Retrieval", "Compare", "Arena", "Leaderboard")
 RUNS_PER_MODEL = 5
+# every change of Streamlit's script state, with the state it left (a fast run can go running -> notRunning
+# between two callbacks: the old value still shows it ran)
 WATCH = """() => { window.__st = []; const app = document.querySelector('[data-testid=stApp]');
-  new MutationObserver(() => window.__st.push([performance.now(), app.getAttribute('data-test-script-state')]))
-    .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']}); }"""
+  new MutationObserver(ms => { for (const m of ms) window.__st.push([performance.now(), m.oldValue,
+      app.getAttribute('data-test-script-state')]); })
+    .observe(app, {attributes: true, attributeFilter: ['data-test-script-state'], attributeOldValue: true}); }"""
 DONE = """t0 => { const s = window.__st.filter(x => x[0] > t0);
-  return s.some(x => x[1] === 'running') && s[s.length - 1][1] === 'notRunning'; }"""
+  return s.some(x => x[1] === 'running' || x[2] === 'running') && s[s.length - 1][2] === 'notRunning'; }"""
 HEIGHT = """() => Math.max(...[...document.querySelectorAll('*')].map(e => e.scrollHeight))"""
 
 
@@ -121,11 +126,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def click(page, locator) -> float:
+def click(page, locator, what: str) -> float:
     """Seconds from the click to the end of the script run it causes (the page's clock)."""
     t0 = page.evaluate("performance.now()")
     locator.click()
-    page.wait_for_function(DONE, arg=t0, timeout=600_000)
+    try:
+        page.wait_for_function(DONE, arg=t0, timeout=30_000)
+    except Exception as e:  # noqa: BLE001 - name the click that never finished
+        states = page.evaluate("window.__st.slice(-6)")
+        raise SystemExit(f"{what}: no finished script run within 30 s of the click ({type(e).__name__}); "
+                         f"last script states {states}, clicked at {t0:.0f} ms") from None
     return (page.evaluate("window.__st[window.__st.length - 1][0]") - t0) / 1000
 
 
@@ -144,10 +154,11 @@ def browse(url: str) -> dict:
         page.evaluate(WATCH)
         side = page.locator("[data-testid=stSidebar]")
         for view in VIEWS:
-            out[f"{view} s"] = click(page, side.locator("label").filter(has_text=view).first)
+            out[f"{view} s"] = click(page, side.locator("label").filter(has_text=view).first, f"view {view}")
             if view == "Task":
                 out["Task height px"] = page.evaluate(HEIGHT)
-        out["filter change s"] = click(page, side.locator("label").filter(has_text="Newest run per cell only").first)
+        out["filter change s"] = click(page, side.locator("label").filter(has_text="Newest run per cell only").first,
+                                     "filter change")
         browser.close()
     return out
 
@@ -168,10 +179,12 @@ def measure(runs: int, keep: bool) -> dict:
         row["index build s"] = time.perf_counter() - t0
         port = free_port()
         log = open(root / "server.log", "w")
+        t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "evalkit", "leaderboard", "--results", str(results),
                                  "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             wait_port(port, proc, root)
+            row["server listening s"] = time.perf_counter() - t0
             row.update(browse(f"http://127.0.0.1:{port}/"))
             row["peak RSS MB"], row["server CPU s"] = usage(proc.pid)
         finally:

@@ -1,41 +1,25 @@
 """Streamlit entry point of the evalkit leaderboard.
 
-Started by ``evalkit leaderboard --results DIR`` (loopback only, usage stats off), or directly:
-``streamlit run app.py -- --results DIR [--battles FILE ...]``. The results folder and battle files
-come from those script arguments or the ``EVALKIT_DASHBOARD_RESULTS`` / ``EVALKIT_DASHBOARD_BATTLES``
-(``os.pathsep``-separated) environment variables. One ``ResultsStore`` is shared by every session and
-refreshed on each rerun (a directory listing; only changed records are re-read).
+Started by ``evalkit leaderboard --results DIR`` (loopback only, usage stats off; its server warms
+up as it starts: ``serve``), or directly: ``streamlit run app.py -- --results DIR [--battles FILE ...]``
+(``sources``). One ``ResultsStore`` is shared by every session and refreshed on each rerun (a
+directory listing, at most every 2 s; only changed records are re-read).
 """
 from __future__ import annotations
-
-import argparse
-import os
-import sys
 
 import streamlit as st
 
 from evalkit.dashboards import tables, urlstate
-from evalkit.dashboards.store import ResultsStore
+from evalkit.dashboards.sources import settings
+from evalkit.dashboards.store import ResultsStore, shared_store
 from evalkit.dashboards.urlstate import choose
 
-RESULTS_ENV = "EVALKIT_DASHBOARD_RESULTS"
-BATTLES_ENV = "EVALKIT_DASHBOARD_BATTLES"
 VIEWS = ("Leaderboard", "Task", "Series", "Retrieval", "Compare", "Arena")
 
 
-def settings(argv=None) -> tuple[str, tuple]:
-    p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--results", default=None)
-    p.add_argument("--battles", action="append", default=[])
-    args, _ = p.parse_known_args(sys.argv[1:] if argv is None else argv)
-    results = args.results or os.environ.get(RESULTS_ENV) or "results"
-    battles = args.battles or [b for b in os.environ.get(BATTLES_ENV, "").split(os.pathsep) if b]
-    return os.path.abspath(results), tuple(os.path.abspath(b) for b in battles)
-
-
-@st.cache_resource(show_spinner=False)
 def get_store(results: str, battles: tuple) -> ResultsStore:
-    return ResultsStore(results, battles)
+    """The process's one store for these sources (the server's warm-up may have loaded it already)."""
+    return shared_store(results, battles)
 
 
 def sidebar_filters(cells) -> tables.Filters:

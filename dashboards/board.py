@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+import numpy as np
 import pandas as pd
 
 from . import ranking
-from .tables import OVERALL, _digits, cell_text, columns, default_metric, fmt, tied_ranks
+from .tables import OVERALL, Filters, _digits, cell_text, columns, filter_cells, fmt, tied_ranks
 
 
 @dataclass
@@ -45,12 +46,10 @@ def build_leaderboard(cells: pd.DataFrame, metric_for: Optional[dict] = None, co
     meta = columns(cells)
     all_cols = list(meta["col"])
     cols = [c for c in (cols if cols is not None else all_cols) if c in all_cols]
-    chosen = []
+    first = dict(zip(meta["col"], meta["metrics"].str[0]))
     for c in cols:
-        metric_for[c] = metric_for.get(c) or default_metric(cells, c)
-        sel = cells[(cells["col"] == c) & (cells["metric"] == metric_for[c])]
-        chosen.append(sel.sort_values("created_at", ascending=False, kind="stable").drop_duplicates("entry"))
-    pick = pd.concat(chosen) if chosen else cells.iloc[0:0]
+        metric_for[c] = metric_for.get(c) or first[c]
+    pick = _newest_cells(cells, {c: metric_for[c] for c in cols}, cols)
     entries = list(dict.fromkeys(pick["entry"])) if len(pick) else []
     label_of = dict(zip(pick["entry"], pick["label"]))
     labels = {c: meta.set_index("col").loc[c, "col_label"] for c in cols}
@@ -88,6 +87,22 @@ def build_leaderboard(cells: pd.DataFrame, metric_for: Optional[dict] = None, co
                        ov_cols, hib_of, metric_for, order, frames["lo"].loc[order], frames["hi"].loc[order])
 
 
+def default_board(cells: pd.DataFrame) -> Leaderboard:
+    """The board a first visit shows: the newest run per cell, every column with its first metric,
+    ranked overall (the server's warm-up makes it; the page's own build then finds the ranking made)."""
+    cells = filter_cells(cells, Filters())
+    cols = list(columns(cells)["col"])
+    return build_leaderboard(cells, None, cols)
+
+
+def _newest_cells(cells: pd.DataFrame, metric_for: dict, cols: list) -> pd.DataFrame:
+    """Per column (in ``cols``' order) its chosen metric's newest cell per row, newest rows first."""
+    pick = cells[cells["metric"] == cells["col"].map(metric_for)]
+    pick = pick.sort_values("created_at", ascending=False, kind="stable").drop_duplicates(["col", "entry"])
+    where = {c: i for i, c in enumerate(cols)}
+    return pick.iloc[pick["col"].map(where).to_numpy().argsort(kind="stable")]
+
+
 def _column_frames(pick: pd.DataFrame, entries: list, cols: list) -> tuple:
     """Models x columns frames (values, ranks, CIs, standard errors, n), the cells as text, each
     column's direction and item count, from one pivot per field rather than one lookup per cell."""
@@ -99,25 +114,26 @@ def _column_frames(pick: pd.DataFrame, entries: list, cols: list) -> tuple:
         wide = {k: both[k].reindex(index=entries, columns=cols) for k in fields}
     else:
         wide = {k: pd.DataFrame(index=entries, columns=cols, dtype=float) for k in fields}
-    frames = {**wide, "ranks": pd.DataFrame(index=entries, columns=cols, dtype=float)}
-    display = pd.DataFrame(index=entries, columns=cols, dtype=object)
+    ranks = np.full((len(entries), len(cols)), np.nan)
+    display = np.full((len(entries), len(cols)), None, dtype=object)
+    firsts = pick.drop_duplicates("col").set_index("col")
+    docs = pd.to_numeric(pick["n_docs"], errors="coerce").groupby(pick["col"]).max() if len(pick) else {}
     hib_of, items = {}, {}
-    for c in cols:
-        sel = pick[pick["col"] == c]
-        if not len(sel):
+    for j, c in enumerate(cols):
+        if c not in firsts.index:
             continue
-        hib = hib_of[c] = bool(sel["higher_is_better"].iloc[0])
-        idx = sel["entry"].tolist()
-        v, lo, hi, n = (frames[k].loc[idx, c] for k in ("values", "lo", "hi", "n"))
-        r = tied_ranks(v, lo, hi, hib)
-        frames["ranks"].loc[idx, c] = r.to_numpy()
-        items[c] = float(pd.to_numeric(sel["n_docs"], errors="coerce").max() or 1.0)
-        counts = r.value_counts()
-        digits = _digits(list(sel["value"]) + list(sel["ci_low"]) + list(sel["ci_high"]))
-        display.loc[idx, c] = [
-            cell_text(x, a, b, k, None if pd.isna(rk) else int(rk), not pd.isna(rk) and counts.get(rk, 0) > 1, digits)
-            for x, a, b, k, rk in zip(sel["value"], sel["ci_low"], sel["ci_high"], sel["n"], r.to_numpy())]
-    return frames, display, hib_of, items
+        hib = hib_of[c] = bool(firsts.at[c, "higher_is_better"])
+        v, lo, hi, n = (wide[k][c].to_numpy(float) for k in ("values", "lo", "hi", "n"))
+        r = ranks[:, j] = tied_ranks(v, lo, hi, hib).to_numpy()
+        items[c] = float(docs[c] or 1.0)
+        ranked, counts = np.unique(r[~np.isnan(r)], return_counts=True)
+        shared = set(ranked[counts > 1].tolist())
+        digits = _digits(np.concatenate([v, lo, hi]))
+        for i in np.flatnonzero(np.isfinite(v)).tolist():   # a cell without a value reads "–", as no cell
+            rk = None if np.isnan(r[i]) else int(r[i])
+            display[i, j] = cell_text(v[i], lo[i], hi[i], n[i], rk, rk in shared, digits)
+    frames = {**wide, "ranks": pd.DataFrame(ranks, index=entries, columns=cols)}
+    return frames, pd.DataFrame(display, index=entries, columns=cols), hib_of, items
 
 
 def _tables(ov: pd.DataFrame, n_ov: int, order: list, rank_col, shared, label_of: dict, frames: dict,
@@ -129,33 +145,35 @@ def _tables(ov: pd.DataFrame, n_ov: int, order: list, rank_col, shared, label_of
     rank_txt = ["–" if pd.isna(r) else f"{int(r)}{'=' if t else ''}" for r, t in zip(ranks, ties)]
     models = [label_of[e] for e in order]
     out = pd.DataFrame({"rank": rank_txt, "model": models,
-                        OVERALL: [_overall_text(row) for _, row in o[["score", "ci_low", "ci_high", "coverage"]]
-                                  .iterrows()] if len(o) else [],
+                        OVERALL: [_overall_text(*x) for x in zip(o["score"], o["ci_low"], o["ci_high"], o["coverage"])],
                         "coverage": cover}, index=range(len(order)))
     grid = pd.DataFrame({"rank": ranks.to_numpy(), "tie": ["=" if t else "" for t in ties], "model": models,
                          "coverage": cover, OVERALL: o["score"].to_numpy(),
                          "overall CI": [_ci_text(a, b, 3) for a, b in zip(o["ci_low"], o["ci_high"])]})
-    shown = display.reindex(order)
-    for c in labels:
-        out[labels[c]] = [x if isinstance(x, str) else "–" for x in shown[c]]
-        v = frames["values"][c]
-        digits = _digits(list(v.dropna()))
-        grid[headers[c]] = v.reindex(order).to_numpy()
-        grid[f"{labels[c]} CI"] = [_ci_text(a, b, digits) for a, b in
-                                   zip(frames["lo"][c].reindex(order), frames["hi"][c].reindex(order))]
+    at = display.index.get_indexer(order)
+    shown = display.to_numpy()[at]
+    for j, c in enumerate(display.columns):
+        if c not in labels:
+            continue
+        out[labels[c]] = [x if isinstance(x, str) else "–" for x in shown[:, j]]
+        v = frames["values"][c].to_numpy(float)
+        digits = _digits(v)
+        grid[headers[c]] = v[at]
+        lo, hi = frames["lo"][c].to_numpy(float)[at], frames["hi"][c].to_numpy(float)[at]
+        grid[f"{labels[c]} CI"] = [_ci_text(a, b, digits) for a, b in zip(lo.tolist(), hi.tolist())]
     return out, grid
 
 
 def _ci_text(lo, hi, digits: int) -> str:
-    if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
+    if lo is None or hi is None or lo != lo or hi != hi:          # None or NaN
         return ""
     return f"[{fmt(lo, digits)}, {fmt(hi, digits)}]"
 
 
-def _overall_text(row) -> str:
-    if pd.isna(row["score"]):
-        return "–" if row["coverage"] == 0 else "– (alone in its coverage)"
-    return f"{fmt(row['score'], 3)} [{fmt(row['ci_low'], 3)}, {fmt(row['ci_high'], 3)}]"
+def _overall_text(score, lo, hi, coverage) -> str:
+    if pd.isna(score):
+        return "–" if coverage == 0 else "– (alone in its coverage)"
+    return f"{fmt(score, 3)} [{fmt(lo, 3)}, {fmt(hi, 3)}]"
 
 
 def heat_frame(lb: Leaderboard) -> pd.DataFrame:

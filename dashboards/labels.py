@@ -52,22 +52,22 @@ def gen_text(gen: Optional[dict]) -> str:
 
 def entry_key(name: str, identity_hash: str = "", gen: Optional[dict] = None) -> str:
     """The row a run fills: same name, same weights/backend identity and same generation overrides."""
-    return json.dumps([name, identity_hash or "", json.dumps(gen or {}, sort_keys=True)])
+    return json.dumps([name, identity_hash or "", json.dumps(gen, sort_keys=True) if gen else "{}"])
 
 
 def col_key(task: str, version, prompt_hash) -> str:
     return f"{task}|v{version}|{prompt_hash or ''}"
 
 
-def weights_id(model) -> str:
-    """What tells a model's weights apart (a record's ``model``): the content hash of a local model
-    folder, else its source and revision; nothing for scored predictions (``evalkit score``: the
+def weights_id(model: dict) -> str:
+    """What tells a model's weights apart (a record's ``model`` object): the content hash of a local
+    model folder, else its source and revision; nothing for scored predictions (``evalkit score``: the
     model is its ``--name``) or a model with no identity beyond its cache key."""
-    if model.backend == "predictions":
+    if model.get("backend") == "predictions":
         return ""
-    ident = model.identity or {}
+    ident = model.get("identity") or {}
     if not ident:
-        return model.identity_hash or ""
+        return model.get("identity_hash") or ""
     key = ident.get("content") or {k: ident.get(k) for k in ("source", "model", "revision", "adapter", "lora")}
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
 

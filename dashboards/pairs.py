@@ -105,9 +105,14 @@ def _square(m: dict, order: list) -> pd.DataFrame:
 
 
 def arena_boards(store) -> list[ArenaBoard]:
+    """One board per rated arena record (run folders and battle files), made once per version of the data."""
+    return store.derived("arena_boards", lambda: _arena_boards(store))
+
+
+def _arena_boards(store) -> list[ArenaBoard]:
     out = []
-    for rec in store.records().values():
-        t = rec.tasks.get(ARENA_TASK)
+    for run_id, run in store.summaries().items():
+        t = (run.get("tasks") or {}).get(ARENA_TASK)
         if not t or not isinstance(t.get("ratings"), dict):
             continue
         ratings = _ratings_frame(t["ratings"])
@@ -119,10 +124,10 @@ def arena_boards(store) -> list[ArenaBoard]:
         order = list(ratings["model"])
         extra = t.get("extra") or {}
         cfg = t.get("config") or {}
-        title = (f"{rec.run_id}: {t.get('n_docs')} battles, {str(cfg.get('method', 'bt')).upper()} "
+        title = (f"{run_id}: {t.get('n_docs')} battles, {str(cfg.get('method', 'bt')).upper()} "
                  f"({cfg.get('rounds')} bootstrap rounds) from {t.get('data_source') or '?'}")
         judge = extra.get("judge_reliability") if isinstance(extra.get("judge_reliability"), dict) else None
-        out.append(ArenaBoard(rec.run_id, title, ratings, _square(extra.get("win_rate_matrix"), order),
+        out.append(ArenaBoard(run_id, title, ratings, _square(extra.get("win_rate_matrix"), order),
                               _square(extra.get("battle_count_matrix"), order), judge,
                               str(cfg.get("method", "bt")), style, coefs))
     return out

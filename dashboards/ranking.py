@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
 from typing import Optional, Sequence
 
@@ -124,18 +125,20 @@ def overall_ranking(values: pd.DataFrame, ci_low: pd.DataFrame, ci_high: pd.Data
     Computed once per distinct input (``_MEMO``: a filter that leaves every model's cells as they were,
     such as showing every run rather than the newest, gets the ranking back at once)."""
     key = _memo_key(values, ci_low, ci_high, higher_is_better, cols, weights, stderr, rounds, seed)
-    if key in _MEMO:
-        _MEMO.move_to_end(key)
-        return _MEMO[key].copy()
-    out = _overall_ranking(values, ci_low, ci_high, higher_is_better, cols, weights, stderr, rounds, seed)
-    _MEMO[key] = out.copy()
-    while len(_MEMO) > MEMO_SIZE:
-        _MEMO.popitem(last=False)
-    return out
+    with _MEMO_LOCK:          # one ranking at a time: a session asking for the one being made waits for it
+        if key in _MEMO:
+            _MEMO.move_to_end(key)
+            return _MEMO[key].copy()
+        out = _overall_ranking(values, ci_low, ci_high, higher_is_better, cols, weights, stderr, rounds, seed)
+        _MEMO[key] = out.copy()
+        while len(_MEMO) > MEMO_SIZE:
+            _MEMO.popitem(last=False)
+        return out
 
 
 MEMO_SIZE = 8
 _MEMO: OrderedDict = OrderedDict()
+_MEMO_LOCK = threading.Lock()
 
 
 def _memo_key(values, ci_low, ci_high, hib, cols, weights, stderr, rounds, seed) -> str:

@@ -11,14 +11,19 @@ BENCHMARKS = ("average", "ifeval", "bbh", "math_hard", "gpqa", "musr", "mmlu_pro
 
 def suite_rows(store) -> pd.DataFrame:
     """Per run with leaderboard-v2 figures: model, suite, run, each benchmark's figure (text), the
-    average's value and CI (numbers), sorted by the average (runs without one last)."""
+    average's value and CI (numbers), sorted by the average (runs without one last); made once per
+    version of the data."""
+    return store.derived("suite_rows", lambda: _suite_rows(store))
+
+
+def _suite_rows(store) -> pd.DataFrame:
     rows = []
-    for rec in store.records().values():
-        suite = rec.run.suite or {}
+    for run_id, run in store.summaries().items():
+        suite = run.get("suite") or {}
         figures = {k: as_metric_value(v) for k, v in (suite.get("leaderboard_v2") or {}).items()}
         if not figures:
             continue
-        row = {"model": rec.run.model.name, "suite": suite.get("name", ""), "run_id": rec.run_id}
+        row = {"model": (run.get("model") or {}).get("name"), "suite": suite.get("name", ""), "run_id": run_id}
         for name in BENCHMARKS:
             mv = figures.get(name)
             row[name] = cell_text(mv.value, mv.ci_low, mv.ci_high, mv.n, digits=1) if mv else "–"

@@ -34,9 +34,10 @@ def as_metric_value(d) -> Optional[MetricValue]:
         return None
 
 
-def metric_cells(mv: MetricValue) -> dict:
-    """The frame columns of one metric value: value (NaN when the record holds null), CI ends, n."""
-    return {"value": mv.value, "ci_low": mv.ci_low, "ci_high": mv.ci_high, "n": mv.n}
+def metric_cells(mv: dict) -> dict:
+    """The frame columns of one metric value (a ``MetricValue`` or its JSON): value (NaN when the
+    record holds null), CI ends, n."""
+    return {"value": mv.get("value"), "ci_low": mv.get("ci_low"), "ci_high": mv.get("ci_high"), "n": mv.get("n", 0)}
 
 TIE_RULE = ("Ranks: per column, sorted best first, a model shares the rank of its group's leader while its "
             "95% CI overlaps the leader's CI; the first model that does not overlap leads the next group "
@@ -56,8 +57,11 @@ def fmt(x, digits: Optional[int] = None) -> str:
 
 
 def _digits(values: Sequence) -> int:
-    vals = [abs(float(v)) for v in values if v is not None and np.isfinite(v)]
-    top = max(vals) if vals else 0.0
+    """Decimals for a column: 1 from 100 up, 2 from 10 up, else 3 (by its largest finite value)."""
+    x = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(float) if len(values) else \
+        np.zeros(0)
+    x = np.abs(x[np.isfinite(x)])
+    top = float(x.max()) if len(x) else 0.0
     return 1 if top >= 100 else 2 if top >= 10 else 3
 
 
@@ -143,21 +147,14 @@ def columns(cells: pd.DataFrame) -> pd.DataFrame:
     """One row per leaderboard column: col id, label, task, family, metrics (record order), note."""
     if not len(cells):
         return pd.DataFrame(columns=["col", "col_label", "task", "family", "metrics", "col_note"])
-    rows = []
-    for col, grp in cells.groupby("col", sort=False):
-        metrics = list(grp.sort_values("metric_order", kind="stable")["metric"].drop_duplicates())
-        first = grp.iloc[0]
-        rows.append({"col": col, "col_label": first["col_label"], "task": first["task"], "family": first["family"],
-                     "metrics": metrics, "col_note": first.get("col_note")})
-    out = pd.DataFrame(rows)
+    first = cells.drop_duplicates("col")
+    named = cells[["col", "metric", "metric_order"]].sort_values("metric_order", kind="stable")
+    metrics = named.drop_duplicates(["col", "metric"]).groupby("col", sort=False)["metric"].agg(list)
+    out = pd.DataFrame({"col": first["col"].to_numpy(), "col_label": first["col_label"].to_numpy(),
+                        "task": first["task"].to_numpy(), "family": first["family"].to_numpy(),
+                        "metrics": [metrics[c] for c in first["col"]],
+                        "col_note": first["col_note"].to_numpy() if "col_note" in first else None})
     return out.sort_values(["family", "col_label"], kind="stable").reset_index(drop=True)
-
-
-def default_metric(cells: pd.DataFrame, col: str) -> Optional[str]:
-    grp = cells[cells["col"] == col]
-    if not len(grp):
-        return None
-    return str(grp.sort_values("metric_order", kind="stable")["metric"].iloc[0])
 
 
 # ---- provenance -----------------------------------------------------------------------------------
@@ -171,11 +168,11 @@ def provenance(store, cells: pd.DataFrame) -> pd.DataFrame:
     if not len(cells):
         return pd.DataFrame(columns=PROVENANCE_COLUMNS)
     runs = store.runs().set_index("run_id")
-    recs = store.records()
+    summaries = store.summaries()
     rows = []
     for _, c in cells.drop_duplicates(["entry", "col"]).iterrows():
         run = runs.loc[c["run_id"]]
-        t = recs[c["run_id"]].tasks.get(c["task"], {})
+        t = (summaries[c["run_id"]].get("tasks") or {}).get(c["task"]) or {}
         rows.append({"model": c["label"], "column": c["col_label"], "metric": c["metric"], "run_id": c["run_id"],
                      "created_at": str(run["created_at"]), "backend": run["backend"], "model_spec": run["spec"],
                      "identity_hash": run["identity_hash"], "task_version": c["version"],
@@ -194,9 +191,10 @@ def breakdowns(store, cells: pd.DataFrame, col: str) -> pd.DataFrame:
     """Per-group results of one column's runs: MMLU subjects/categories, MATH levels, MT-Bench
     categories (``dim:group`` keys; a key without ``:`` is a category) and turns (``*_turnN`` metrics)."""
     sel = cells[cells["col"] == col].drop_duplicates("entry")
+    summaries = store.summaries()
     rows = []
     for _, c in sel.iterrows():
-        t = store.records()[c["run_id"]].tasks.get(c["task"])
+        t = (summaries[c["run_id"]].get("tasks") or {}).get(c["task"])
         if t is None:
             continue
         for key, metrics in (store.task_part(c["run_id"], c["task"], "breakdowns") or {}).items():
@@ -204,12 +202,17 @@ def breakdowns(store, cells: pd.DataFrame, col: str) -> pd.DataFrame:
             for m, mv in metrics.items():
                 rows.append({"model": c["label"], "run_id": c["run_id"], "dimension": dim, "group": group,
                              "metric": m, **metric_cells(mv)})
-        for m, mv in t.metrics.items():
+        for m, mv in (t.get("metrics") or {}).items():
             base, sep, turn = m.rpartition("_turn")
             if sep and turn.isdigit():
                 rows.append({"model": c["label"], "run_id": c["run_id"], "dimension": "turn", "group": turn,
                              "metric": base, **metric_cells(mv)})
     return pd.DataFrame(rows, columns=BREAKDOWN_COLUMNS)
+
+
+def _with_part(store, sel: pd.DataFrame, part: str) -> pd.DataFrame:
+    """The rows of ``sel`` whose run's task has ``part`` (most runs have no GRPO or best-of-N figures)."""
+    return sel[[store.has_part(r, t, part) for r, t in zip(sel["run_id"], sel["task"])]]
 
 
 GRPO_COLUMNS = ["model", "run_id", "G", "figure", "k", "value", "ci_low", "ci_high", "n", "higher_is_better"]
@@ -218,7 +221,7 @@ GRPO_COLUMNS = ["model", "run_id", "G", "figure", "k", "value", "ci_low", "ci_hi
 def grpo_figures(store, cells: pd.DataFrame, col: str) -> pd.DataFrame:
     """GRPO group figures of one column's runs with G > 1 samples per item (``tasks.<t>.grpo``):
     pass@k for k <= G (``k`` set) and the group shares (all equal, learnable, ...), each with its CI."""
-    sel = cells[cells["col"] == col].drop_duplicates("entry")
+    sel = _with_part(store, cells[cells["col"] == col].drop_duplicates("entry"), "grpo")
     rows = []
     for _, c in sel.iterrows():
         g = store.task_part(c["run_id"], c["task"], "grpo") or {}
@@ -244,13 +247,14 @@ def best_of_n_figures(store, cells: pd.DataFrame, col: str, latest_only: bool = 
     run the figures at full N and ``rm_auroc``, each ``{value, ci_low, ci_high, n}``. Both carry the
     run id and its reward model's name (``run.reward_model``), so two runs of one model stay apart;
     ``latest_only`` keeps the latest run per model row and reward model."""
-    sel = cells[cells["col"] == col].sort_values("created_at", ascending=False, kind="stable")
+    sel = _with_part(store, cells[cells["col"] == col], "best_of_n").sort_values("created_at", ascending=False,
+                                                                               kind="stable")
     rows, heads, seen = [], [], set()
+    summaries = store.summaries()
     for _, c in sel.drop_duplicates("run_id").iterrows():
-        rec = store.records()[c["run_id"]]
         b = store.task_part(c["run_id"], c["task"], "best_of_n") or {}
         ns, curves = b.get("ns") or [], b.get("curves") or {}
-        rm_info = rec.run.reward_model or {}
+        rm_info = summaries[c["run_id"]].get("reward_model") or {}
         rm = str(rm_info.get("name") or rm_info.get("spec") or b.get("reward_model") or "reward model")
         if not ns or not isinstance(curves, dict) or (latest_only and (c["entry"], rm) in seen):
             continue
@@ -287,12 +291,16 @@ JUDGE_FIGURES = ("n_judgments", "parse_failures", "parse_failure_rate", "swap_di
 
 def judge_reliability(store) -> pd.DataFrame:
     """Judge figures wherever a record has them: MT-Bench (``extra.judge.single``/``pairwise``) and
-    judged arenas (``extra.judge_reliability``)."""
+    judged arenas (``extra.judge_reliability``); made once per version of the data."""
+    return store.derived("judge_reliability", lambda: _judge_rows(store))
+
+
+def _judge_rows(store) -> pd.DataFrame:
     rows = []
-    for rec in store.records().values():
-        judge = (rec.run.judge or {}).get("name")
-        for task, t in rec.run.tasks.items():
-            extra = t.extra or {}
+    for run_id, run in store.summaries().items():
+        judge = (run.get("judge") or {}).get("name")
+        for task, t in (run.get("tasks") or {}).items():
+            extra = t.get("extra") or {}
             found = []
             if isinstance(extra.get("judge_reliability"), dict):
                 found.append(("pairwise", extra["judge_reliability"]))
@@ -301,7 +309,8 @@ def judge_reliability(store) -> pd.DataFrame:
                 if isinstance(jd.get(mode), dict):
                     found.append((mode, jd[mode]))
             for mode, figs in found:
-                rows.append({"run_id": rec.run_id, "model": rec.run.model.name, "task": task, "mode": mode,
+                rows.append({"run_id": run_id, "model": (run.get("model") or {}).get("name"), "task": task,
+                             "mode": mode,
                              "judge": judge or jd.get("name"), **{k: figs.get(k) for k in JUDGE_FIGURES}})
     return pd.DataFrame(rows, columns=["run_id", "model", "task", "mode", "judge", *JUDGE_FIGURES])
 

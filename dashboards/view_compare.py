@@ -28,6 +28,17 @@ def bad_lines(store, run_ids, tasks) -> list[str]:
     return out
 
 
+MAX_CHOICES = 200    # runs each picker offers at once (10,000 options made every click slow); a search finds others
+
+
+def offered(runs, query: str, keep: list) -> tuple[list, int]:
+    """``(run ids a picker offers, how many runs match)``: the newest ``MAX_CHOICES`` runs whose label
+    (model, tasks, date, run id) contains ``query``, plus ``keep`` (the runs already picked)."""
+    found = runs if not query else runs[runs["choice"].str.contains(query.strip(), case=False, regex=False)]
+    ids = list(found["run_id"].iloc[:MAX_CHOICES])
+    return ids + [k for k in dict.fromkeys(keep) if k not in ids], len(found)
+
+
 def default_pair(store, runs) -> tuple[int, int]:
     """Indexes of the newest two runs that share a leaderboard column (same task, version and prompts),
     else of the two newest runs."""
@@ -50,12 +61,25 @@ def render(store) -> None:
     if len(runs) < 2:
         st.info("Need at least two run records to compare.")
         return
-    ids = list(runs["run_id"])
     label = dict(zip(runs["run_id"], runs["choice"]))
     b0, c0 = default_pair(store, runs)
+    ss = st.session_state
+    query = st.text_input("Find runs", key="cmp_query", placeholder="part of a model name, task, date or run id",
+                          help=f"the pickers offer the newest {MAX_CHOICES} runs that match")
+    picked = [ss.get("cmp_base"), ss.get("cmp_cand")]
+    ids, matches = offered(runs, query, [p for p in picked if p in label])
+    if matches > MAX_CHOICES:
+        st.caption(f"The pickers offer the newest {MAX_CHOICES:,} of {matches:,} runs"
+                   + (f" matching '{query}'" if query else "") + "; search to find the others.")
+    if not ids:
+        st.info(f"No run matches '{query}'.")
+        return
+    first = [runs["run_id"].iloc[b0], runs["run_id"].iloc[c0]]
     left, right = st.columns(2)
-    base = left.selectbox("Baseline", ids, index=b0, format_func=label.get, key="cmp_base")
-    cand = right.selectbox("Candidate", ids, index=c0, format_func=label.get, key="cmp_cand")
+    base = left.selectbox("Baseline", ids, index=ids.index(first[0]) if first[0] in ids else 0,
+                          format_func=label.get, key="cmp_base")
+    cand = right.selectbox("Candidate", ids, index=ids.index(first[1]) if first[1] in ids else min(1, len(ids) - 1),
+                           format_func=label.get, key="cmp_cand")
     common = [t for t in store.record(base).tasks if t in store.record(cand).tasks]
     with st.expander("Options (as `evalkit compare`)"):
         tasks = st.multiselect("Tasks", common, key=f"cmp_tasks::{base}::{cand}", placeholder="all shared tasks",
