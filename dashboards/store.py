@@ -5,8 +5,9 @@ cached (no Streamlit here: notebooks can use it).
 the ``run.json`` files whose size or mtime changed, and takes the runs' summaries from it: the
 leaderboard never parses 10,000 run.json files. A click (``refresh(max_age)``) costs a listing of the
 folder's names: a run added or removed is read at once, a run.json rewritten in place by a listing in
-the background, which takes the data lock only to apply what changed. ``summaries()`` are those summaries as JSON (metrics, CIs, config, judge figures; not the
-bulky per-task parts), which the frames are built from; ``records()`` types them, one run at a time
+the background, which takes the data lock only to apply what changed. ``summaries()`` are those
+summaries as JSON (metrics, CIs, config, judge figures; not the bulky per-task parts), which the
+frames are built from; ``records()`` types them, one run at a time
 as a view asks for it; ``record(run_id)`` is the whole run.json, read when a view needs one run's
 breakdowns or extras (the last few kept). Samples are read only when a view asks for one (run,
 task), and the last few are kept in memory. A record or battle file that cannot be read is skipped
