@@ -30,18 +30,22 @@ def warm(results: str, battles: tuple, log=sys.stderr) -> None:
         store = shared_store(results, battles)
         store.refresh()
         board.default_board(store.cells())
-        gc.collect()
-        gc.freeze()        # what is loaded lives as long as the server: the collector's passes skip it
         print(f"evalkit leaderboard: {len(store.summaries()):,} runs ready in {time.perf_counter() - t0:.1f} s",
               file=log, flush=True)
     except Exception as e:  # noqa: BLE001 - the first session does the work itself and shows the error
         print(f"evalkit leaderboard: warm-up skipped ({type(e).__name__}: {e})", file=log, flush=True)
 
 
+def _warm_server(results: str, battles: tuple) -> None:
+    warm(results, battles)
+    gc.collect()
+    gc.freeze()        # what is loaded lives as long as the server: the collector's passes skip it
+
+
 def main(argv=None) -> int:
     from evalkit.dashboards.sources import settings
     results, battles = settings([])
-    threading.Thread(target=warm, args=(results, battles), name="evalkit-warm", daemon=True).start()
+    threading.Thread(target=_warm_server, args=(results, battles), name="evalkit-warm", daemon=True).start()
     from streamlit.web import cli
     app = Path(__file__).with_name("app.py")
     sys.argv = ["streamlit", "run", str(app), *(sys.argv[1:] if argv is None else argv)]

@@ -23,7 +23,7 @@ from typing import Optional
 
 from evalkit.backends.reward_base import RewardBackend, RewardInputError
 from evalkit.backends.vllm_engine import (engine_start_error, kv_cache_plan, offline_cpu_binding, platform_kind,
-                                         shutdown_engine)
+                                         private_socket_dir, shutdown_engine)
 
 log = logging.getLogger(__name__)
 POOLINGS = ("classify", "step", "token")
@@ -86,6 +86,7 @@ class VLLMRewardBackend(RewardBackend):
                 from vllm.config import PoolerConfig
                 args["pooler_config"] = PoolerConfig(task="token_classify", tok_pooling_type="STEP",
                                                      step_tag_id=self.step_tag_id())
+            private_socket_dir()
             with offline_cpu_binding(self._on_cpu):
                 try:
                     self._llm = LLM(**args)

@@ -39,7 +39,8 @@ from evalkit.backends.vllm_stream import stream_engine
 from evalkit.backends.options import VLLMOptions
 from evalkit.backends.tokenization import TokenizerMixin, chat_template_options, truncate_pair
 from evalkit.backends.vllm_engine import (ResolvedMemo, cpu_scheduler_args, engine_start_error, kv_cache_plan,
-                                         lora_rank, lora_targets, offline_cpu_binding, parse_lora, platform_kind, shutdown_engine)
+                                         lora_rank, lora_targets, offline_cpu_binding, parse_lora, platform_kind,
+                                         private_socket_dir, shutdown_engine)
 from evalkit.scoring.harmony import is_harmony_tokenizer, vllm_decode_options
 from evalkit.taskapi.requests import Completion, GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
@@ -134,6 +135,7 @@ class VLLMBackend(TokenizerMixin, Backend):
             return self._engine_owner.llm
         if self._llm is None:
             from vllm import LLM
+            private_socket_dir()
             with offline_cpu_binding(self._on_cpu):
                 try:
                     self._llm = LLM(**self.engine_args)

@@ -85,6 +85,32 @@ def offline_cpu_binding(on_cpu: bool):
         os.environ.pop("VLLM_CPU_NUM_OF_RESERVED_CPU", None)
 
 
+_SOCKETS = {"dir": None}
+SOCKET_PATH_MAX = 104       # bytes in a Unix socket's path (sun_path: 104 on macOS, 108 on Linux)
+
+
+def private_socket_dir() -> None:
+    """Give this process's vLLM engines a socket folder of their own, removed when the process exits.
+
+    vLLM binds its engine's ZeroMQ sockets as files in ``VLLM_RPC_BASE_PATH`` (default: the temp
+    folder) and never removes them: a few per engine start, thousands of stale socket files in /tmp
+    after a day of runs. A path the user set is left alone (a process started by this one inherits
+    the folder as its setting and leaves its removal to this one). Where the temp folder's path is
+    too long for a socket's (104 bytes on macOS) vLLM's own default stays."""
+    if _SOCKETS["dir"] is not None or "VLLM_RPC_BASE_PATH" in os.environ:
+        return
+    import atexit
+    import shutil
+    import tempfile
+    folder = tempfile.mkdtemp(prefix="evk-vllm-")
+    if len(folder) + len("/") + 36 >= SOCKET_PATH_MAX:         # vLLM names a socket by a uuid4 (36 characters)
+        os.rmdir(folder)
+        _SOCKETS["dir"] = ""
+        return
+    _SOCKETS["dir"] = os.environ["VLLM_RPC_BASE_PATH"] = folder
+    atexit.register(shutil.rmtree, folder, True)
+
+
 def shutdown_engine(llm) -> None:
     """Stop a ``vllm.LLM``'s engine processes now (not at interpreter exit) and free its memory."""
     import gc

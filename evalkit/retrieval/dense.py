@@ -75,7 +75,8 @@ class VLLMEmbedder(Embedder):
 
     def __init__(self, model_dir: Path, dtype: str = "float32", **llm_kwargs):
         super().__init__(model_dir)
-        from evalkit.backends.vllm_engine import engine_start_error, kv_cache_plan, platform_kind
+        from evalkit.backends.vllm_engine import (engine_start_error, kv_cache_plan, platform_kind,
+                                                  private_socket_dir)
         user = {k: llm_kwargs.pop(k, None) for k in ("gpu_memory_utilization", "kv_cache_memory_bytes", "kv_cache_space")}
         # the KV cache as the other vLLM paths size it (#38): the run's context and the free memory
         self.kv_cache = kv_cache_plan(platform_kind() == "cpu", str(self.model_dir), self.max_length, dtype,
@@ -83,6 +84,7 @@ class VLLMEmbedder(Embedder):
                                       user["kv_cache_space"], llm_kwargs.get("max_num_seqs"))
         kw = {"enforce_eager": True, "max_model_len": self.max_length, **self.kv_cache.pop("args"), **llm_kwargs}
         from vllm import LLM
+        private_socket_dir()
         args = dict(model=str(self.model_dir), runner="pooling", convert="embed", dtype=dtype, **kw)
         try:
             self.llm = LLM(**args)

@@ -166,7 +166,8 @@ def test_deep_link_reproduces_a_view_and_back_forward_work(page, server, results
     assert page.get_by_role("heading", name="doc 7", exact=True).count() == 1
     sols = [json.loads(line) for line in open(recs.SHARED / "gsm8k" / "example_model_solutions.jsonl")][:50]
     want = sols[7]["175b_verification"]["solution"].strip().splitlines()[0]
-    assert any(want in c for c in codes(page)), codes(page)      # that model's answer to that item
+    shown = settle(lambda: codes(page), lambda cs: any(want in c for c in cs))   # code blocks draw one by one
+    assert any(want in c for c in shown), shown                  # that model's answer to that item
     title = settle(lambda: page.locator("[data-testid=stVegaLiteChart]").first.text_content() or "",
                    lambda t: "(95% CI)" in t)
     assert "exact_match_flexible ↑ (95% CI)" in title, title     # the metric from the link
@@ -200,7 +201,8 @@ def test_click_on_a_heatmap_cell_opens_that_models_samples(page, server, results
     assert q["run"] == [cells[(cells["model"] == "gpt3-175b-finetuned") & (cells["n_docs"] == 50)]["run_id"].iloc[0]]
     sols = [json.loads(line) for line in open(recs.SHARED / "gsm8k" / "example_model_solutions.jsonl")][:50]
     first = sols[0]["175b_finetuning"]["solution"].strip().splitlines()[0]
-    assert any(first in c for c in codes(page)), codes(page)     # the first sample of that model, in full
+    shown = settle(lambda: codes(page), lambda cs: any(first in c for c in cs))
+    assert any(first in c for c in shown), shown                 # the first sample of that model, in full
     no_traceback(page)
 
 
