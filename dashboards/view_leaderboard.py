@@ -21,10 +21,9 @@ def metric_key(col: str) -> str:
     return f"metric::{col}"
 
 
-def chosen_metric(cells, col: str, meta=None) -> str:
+def chosen_metric(meta, col: str) -> str:
     """The metric shown for a column (chosen on the leaderboard page, shared with the task page), else
-    its first; ``meta``: ``tables.columns(cells)`` when the caller has it."""
-    meta = tables.columns(cells[cells["col"] == col]) if meta is None else meta
+    its first; ``meta``: the page's ``tables.columns(cells)``."""
     metrics = meta.loc[meta["col"] == col, "metrics"]
     options = metrics.iloc[0] if len(metrics) else []
     picked = st.session_state.get(metric_key(col))
@@ -120,9 +119,9 @@ def render(store, filters: tables.Filters) -> None:
     shown = picked or list(meta["col"])
     with st.expander("Metric per column"):
         for _, c in meta[meta["col"].isin(shown)].iterrows():
-            current = chosen_metric(cells, c["col"], meta)
+            current = chosen_metric(meta, c["col"])
             choose(st, "selectbox", c["col_label"], c["metrics"], metric_key(c["col"]), default=current)
-    metric_for = {c: chosen_metric(cells, c, meta) for c in shown}
+    metric_for = {c: chosen_metric(meta, c) for c in shown}
     left, mid = st.columns(2)
     sort_by = choose(left, "selectbox", "Sort by", [tables.OVERALL] + shown, "lb_sort", default=tables.OVERALL,
                      format_func=lambda c: "overall (coverage, then mean win rate)" if c == tables.OVERALL

@@ -29,7 +29,7 @@ def render(store, filters: tables.Filters) -> None:
     label = dict(zip(meta["col"], meta["col_label"]))
     col = choose(st, "selectbox", "Column", list(meta["col"]), "task_col", format_func=label.get)
     metrics = meta.set_index("col").loc[col, "metrics"]
-    metric = choose(st, "selectbox", "Metric", metrics, task_metric_key(col), default=chosen_metric(cells, col, meta))
+    metric = choose(st, "selectbox", "Metric", metrics, task_metric_key(col), default=chosen_metric(meta, col))
     sel = cells[(cells["col"] == col) & (cells["metric"] == metric)].copy()
     note = meta.set_index("col").loc[col, "col_note"]
     if isinstance(note, str):
